@@ -1,0 +1,5 @@
+"""`python -m pocketpilot` is the CLI."""
+
+from .cli.main import main
+
+main()

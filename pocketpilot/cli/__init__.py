@@ -1,0 +1,1 @@
+"""The command-line interface: the only code that prints."""

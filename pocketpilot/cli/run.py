@@ -1,0 +1,115 @@
+"""`pocketpilot run` and `pocketpilot demo`: one request through the harness, printed as it goes."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+
+from ..contracts import Step, ToolCall, ToolSpec
+from ..errors import UsageError
+from ..harness import AllowAll, CallbackConfirmation, ConfirmationPolicy, DenyAll, HarnessConfig, Planner, Session
+from ..model_store import pocketpilot_home
+from ..tasks import load_suite, load_task, prepare
+from ..executor.sandbox import SandboxExecutor, SandboxPhone
+from ._planner import build_planner, planner_options
+from .render import render_step, render_verdict
+
+__all__ = ["DEMO_TASK", "demo", "run"]
+
+DEMO_TASK = "ordering-parking-note-then-off"
+"""The demo: a multi-step request with an order the verifier checks (note saved before power off)."""
+
+
+def _confirmation(yes: bool) -> ConfirmationPolicy:
+    if yes:
+        return AllowAll()
+    if sys.stdin.isatty():
+        def ask(call: ToolCall, spec: ToolSpec) -> bool:
+            return click.confirm(f"allow {call.name}({call.arguments})? it cannot be undone", default=False)
+
+        return CallbackConfirmation(ask)
+    return DenyAll()
+
+
+async def _run(session: Session, planner: Planner, request: str) -> None:
+    try:
+        episode = await session.run(request)
+    finally:
+        await planner.aclose()
+    click.echo(f"\nstopped: {episode.stop_reason} — {episode.stop_detail}")
+    usage = episode.usage()
+    click.echo(
+        f"{len(episode.steps)} steps, {usage['prompt_tokens_evaluated']} prompt tokens evaluated, "
+        f"{usage['completion_tokens']} generated"
+    )
+    click.echo(render_verdict(episode.verdict))
+    if session.trace_path:
+        click.echo(f"trace: {session.trace_path}")
+
+
+def _execute(request: str | None, task_file: str | None, task_id: str | None, planner: Planner,
+             yes: bool, max_steps: int | None, trace_dir: Path) -> None:
+    def show(step: Step) -> None:
+        click.echo(render_step(step))
+
+    if task_file or task_id:
+        task = load_task(task_file) if task_file else _suite_task(task_id or "")
+        prepared = prepare(task)
+        executor, verifier = prepared.executor, prepared.verifier
+        request = request or task.goal
+        steps = max_steps or task.max_steps
+        click.echo(f"task {task.id} [{task.capability}]: {request}")
+    else:
+        if not request:
+            raise UsageError("give a REQUEST, --task FILE or --task-id ID")
+        executor, verifier, steps = SandboxExecutor(SandboxPhone()), None, max_steps or 15
+        click.echo(f"request: {request}")
+    click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
+    session = Session(
+        planner,
+        executor,
+        config=HarnessConfig(max_steps=steps),
+        confirm=AllowAll() if task_file or task_id else _confirmation(yes),
+        verifier=verifier,
+        trace_dir=trace_dir,
+        task_id=(task_id or None),
+        on_step=show,
+    )
+    asyncio.run(_run(session, planner, request))
+
+
+def _suite_task(task_id: str):  # type: ignore[no-untyped-def]
+    for task in load_suite():
+        if task.id == task_id:
+            return task
+    raise UsageError(f"no bundled task {task_id!r}")
+
+
+@click.command("run")
+@click.argument("request", required=False)
+@click.option("--task", "task_file", type=click.Path(dir_okay=False), help="Run a task file (goal, state, verifier).")
+@click.option("--task-id", help="Run a bundled task by id.")
+@click.option("--yes", is_flag=True, help="Allow destructive tools without asking.")
+@click.option("--max-steps", type=int, default=None)
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the JSONL trace goes (default: the pocketpilot cache).")
+@planner_options
+def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
+        trace_dir: str | None, model: str, endpoint: str | None, temperature: float, max_new_tokens: int,
+        pull: bool) -> None:
+    """Run REQUEST on the sandbox phone (or a task with its verifier)."""
+    planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
+    _execute(request, task_file, task_id, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"))
+
+
+@click.command("demo")
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None)
+@planner_options
+def demo(trace_dir: str | None, model: str, endpoint: str | None, temperature: float, max_new_tokens: int,
+         pull: bool) -> None:
+    """The embedded default: the bundled planner runs a multi-step task on the sandbox phone."""
+    planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
+    _execute(None, None, DEMO_TASK, planner, True, None, Path(trace_dir or pocketpilot_home() / "traces"))

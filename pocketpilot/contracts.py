@@ -1,0 +1,400 @@
+"""The one contract: action → feedback → verification.
+
+Every part of the SDK speaks these pydantic models. The Action union is both the schema the
+planner's decoding grammar is generated from and the type its output is validated into, so
+prompt, grammar and parser cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+__all__ = [
+    "ACTION_ADAPTER",
+    "ACTION_KINDS",
+    "Action",
+    "AskUser",
+    "CriterionResult",
+    "Delegate",
+    "Episode",
+    "EpisodeHeader",
+    "Finish",
+    "LoadSkill",
+    "MemorySearch",
+    "MemoryWrite",
+    "PlannerInfo",
+    "PlannerTurn",
+    "Refuse",
+    "RetrievedMemory",
+    "SamplerSettings",
+    "Step",
+    "StopReason",
+    "ToolCall",
+    "ToolCallAction",
+    "ToolError",
+    "ToolResult",
+    "ToolSpec",
+    "Verdict",
+    "digest",
+    "utcnow",
+]
+
+MAX_BATCH = 4
+"""Most independent calls one tool_call step may hold (a parallel batch)."""
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now, the only clock the contract records."""
+    return datetime.now(timezone.utc)
+
+
+class _Contract(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class ToolSpec(_Contract):
+    """A tool the planner may call: a name, a description and a JSON schema for its arguments."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    destructive: bool = False
+    """Changes something the user cannot undo (power off, send a message, delete): gated by
+    the confirmation policy."""
+    result_schema: dict[str, Any] | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """Export in the OpenAI ``tools=[...]`` format (the destructive flag rides in a vendor key)."""
+        function: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        }
+        out: dict[str, Any] = {"type": "function", "function": function}
+        if self.destructive:
+            out["x-pocketpilot"] = {"destructive": True}
+        return out
+
+    @classmethod
+    def from_openai(cls, tool: dict[str, Any]) -> ToolSpec:
+        """Import one entry of an OpenAI ``tools`` list (or a bare function object)."""
+        function = tool.get("function", tool)
+        if "name" not in function:
+            raise ValueError("OpenAI tool has no function name")
+        extra = tool.get("x-pocketpilot", {})
+        return cls(
+            name=function["name"],
+            description=function.get("description", ""),
+            parameters=function.get("parameters") or {"type": "object", "properties": {}},
+            destructive=bool(extra.get("destructive", False)),
+        )
+
+
+class ToolError(_Contract):
+    """Why a tool call failed, in the shape real tools report it."""
+
+    code: str
+    message: str
+
+
+class ToolResult(_Contract):
+    """Normalized feedback of one tool call: ``{ok, data, error: {code, message}}``."""
+
+    ok: bool
+    data: Any = None
+    error: ToolError | None = None
+    simulated: bool = False
+    """True when the response came from the LLM-simulated backend, not a real app."""
+
+    @classmethod
+    def success(cls, data: Any = None) -> ToolResult:
+        """A successful result carrying ``data``."""
+        return cls(ok=True, data=data)
+
+    @classmethod
+    def failure(cls, code: str, message: str, data: Any = None) -> ToolResult:
+        """A failed result with an error code and a human-readable message."""
+        return cls(ok=False, data=data, error=ToolError(code=code, message=message))
+
+
+# --------------------------------------------------------------------------- actions
+
+
+class ToolCall(_Contract):
+    """One typed call of an exposed tool."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    def key(self) -> str:
+        """Canonical identity of the call (name + sorted arguments), for repeat detection."""
+        return f"{self.name}:{json.dumps(self.arguments, sort_keys=True, default=str)}"
+
+
+class ToolCallAction(_Contract):
+    """Call one tool, or several independent ones that run as one parallel batch."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    calls: list[ToolCall] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class MemorySearch(_Contract):
+    """Search memory; the hits come back as evidence, never as instructions."""
+
+    kind: Literal["memory_search"] = "memory_search"
+    query: str = Field(min_length=1, max_length=200)
+    tier: Literal["user", "episodic", "long_term", "prospective"] | None = None
+    k: int = Field(default=5, ge=1, le=20)
+
+
+class MemoryWrite(_Contract):
+    """Write a memory candidate; it becomes authoritative only after verification."""
+
+    kind: Literal["memory_write"] = "memory_write"
+    content: str = Field(min_length=1, max_length=500)
+    tier: Literal["user", "episodic", "long_term", "prospective"] = "episodic"
+    category: str | None = Field(default=None, max_length=40)
+
+
+class LoadSkill(_Contract):
+    """Load a skill: its procedure and tools stay exposed for the rest of the session."""
+
+    kind: Literal["load_skill"] = "load_skill"
+    name: str = Field(min_length=1, max_length=64)
+
+
+class Delegate(_Contract):
+    """Start a sub-agent with its own instruction and tools, and wait for its confirmed result."""
+
+    kind: Literal["delegate"] = "delegate"
+    instruction: str = Field(min_length=1, max_length=500)
+    tools: list[str] = Field(default_factory=list, max_length=16)
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    """File names, ids and other values the child needs, passed explicitly."""
+
+
+class AskUser(_Contract):
+    """Ask the user for missing information instead of guessing."""
+
+    kind: Literal["ask_user"] = "ask_user"
+    question: str = Field(min_length=1, max_length=300)
+
+
+class Refuse(_Contract):
+    """Decline an unsafe or impossible request."""
+
+    kind: Literal["refuse"] = "refuse"
+    reason: str = Field(min_length=1, max_length=300)
+
+
+class Finish(_Contract):
+    """Claim completion; the task verifier decides whether the claim holds."""
+
+    kind: Literal["finish"] = "finish"
+    summary: str = Field(min_length=1, max_length=400)
+
+
+Action = Annotated[
+    Union[ToolCallAction, MemorySearch, MemoryWrite, LoadSkill, Delegate, AskUser, Refuse, Finish],
+    Field(discriminator="kind"),
+]
+ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+ACTION_KINDS: tuple[str, ...] = (
+    "tool_call",
+    "memory_search",
+    "memory_write",
+    "load_skill",
+    "delegate",
+    "ask_user",
+    "refuse",
+    "finish",
+)
+
+
+# --------------------------------------------------------------------------- planner records
+
+
+class SamplerSettings(_Contract):
+    """Decoding settings, recorded per step as the behaviour policy's metadata."""
+
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = Field(default=40, ge=0)
+    min_p: float = Field(default=0.0, ge=0.0, le=1.0)
+    repeat_penalty: float = Field(default=1.0, gt=0.0)
+    max_tokens: int = Field(default=256, ge=1)
+    seed: int = 0
+
+
+class PlannerInfo(_Contract):
+    """Which policy produced the actions: backend, model file, hash, quantization, sampler."""
+
+    backend: str
+    model: str
+    model_sha256: str | None = None
+    quant_type: str | None = None
+    sampler: SamplerSettings = Field(default_factory=SamplerSettings)
+    adapter: str | None = None
+    """A LoRA adapter applied on top of the model, if any."""
+
+
+class PlannerTurn(_Contract):
+    """What one planner call produced, beyond the action itself."""
+
+    raw: str
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
+    """Prompt tokens actually run through the model (the rest came from the KV cache)."""
+    completion_tokens: int = 0
+    token_ids: list[int] = Field(default_factory=list)
+    token_logprobs: list[float] = Field(default_factory=list)
+    finish_reason: str = "stop"
+    latency_s: float = 0.0
+
+
+# --------------------------------------------------------------------------- episodes
+
+
+class RetrievedMemory(_Contract):
+    """A memory shown to the planner as evidence, with where it came from."""
+
+    id: str
+    tier: str
+    content: str
+    score: float
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+StopReason = Literal[
+    "finish",
+    "ask_user",
+    "refuse",
+    "max_steps",
+    "max_tokens",
+    "max_seconds",
+    "planner_error",
+    "cancelled",
+    "device_lost",
+]
+
+
+class Step(_Contract):
+    """One planner decision and everything the environment answered."""
+
+    index: int = Field(ge=0)
+    context_digest: str
+    """sha256 of the assembled prompt messages: two steps saw the same context iff equal."""
+    action: Action | None = None
+    """None when the planner's output could not be parsed (see ``error``)."""
+    results: list[ToolResult] = Field(default_factory=list)
+    """One per call of a tool_call action, in call order; the observation of other actions."""
+    planner: PlannerTurn | None = None
+    retrieved: list[RetrievedMemory] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list)
+    """Harness messages fed back with the results (repeated-failure warnings, denials)."""
+    error: ToolError | None = None
+    """A step-level error: unparseable output, an action the harness rejected."""
+    started_at: datetime = Field(default_factory=utcnow)
+    duration_s: float = 0.0
+    children: list[Episode] = Field(default_factory=list)
+    """Episodes of sub-agents started by a delegate action, nested in the parent's trace."""
+
+
+class CriterionResult(_Contract):
+    """One completion criterion and whether the evidence met it."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class Verdict(_Contract):
+    """The task verifier's judgement of an episode."""
+
+    success: bool
+    criteria: list[CriterionResult] = Field(default_factory=list)
+
+    @property
+    def progress(self) -> float:
+        """Share of criteria met (the verified progress CARE shapes rewards with)."""
+        if not self.criteria:
+            return 1.0 if self.success else 0.0
+        return sum(c.passed for c in self.criteria) / len(self.criteria)
+
+
+class EpisodeHeader(_Contract):
+    """Every version and hash needed to reproduce or train on an episode."""
+
+    episode_id: str
+    request: str
+    task_id: str | None = None
+    planner: PlannerInfo
+    harness_config: dict[str, Any] = Field(default_factory=dict)
+    eta_version: str | None = None
+    """Content hash of the Scenario Adapter's harness configuration η the run used."""
+    skills: list[str] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    pocketpilot_version: str = ""
+    started_at: datetime = Field(default_factory=utcnow)
+    parent_episode_id: str | None = None
+
+    @field_validator("episode_id")
+    @classmethod
+    def _nonempty(cls, value: str) -> str:
+        if not value:
+            raise ValueError("episode_id must not be empty")
+        return value
+
+
+class Episode(_Contract):
+    """One run: header, steps, why it stopped, and the verdict."""
+
+    header: EpisodeHeader
+    steps: list[Step] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+    stop_detail: str = ""
+    verdict: Verdict | None = None
+    ended_at: datetime | None = None
+
+    @property
+    def final_action(self) -> Action | None:
+        """The last parsed action, if any (finish, ask_user, refuse, ...)."""
+        for step in reversed(self.steps):
+            if step.action is not None:
+                return step.action
+        return None
+
+    def tool_calls(self) -> list[tuple[int, ToolCall, ToolResult | None]]:
+        """Every tool call in order as (step index, call, result)."""
+        out: list[tuple[int, ToolCall, ToolResult | None]] = []
+        for step in self.steps:
+            if isinstance(step.action, ToolCallAction):
+                for i, call in enumerate(step.action.calls):
+                    out.append((step.index, call, step.results[i] if i < len(step.results) else None))
+        return out
+
+    def usage(self) -> dict[str, int]:
+        """Token totals over the planner turns of this episode (children excluded)."""
+        turns = [s.planner for s in self.steps if s.planner is not None]
+        return {
+            "prompt_tokens": sum(t.prompt_tokens for t in turns),
+            "prompt_tokens_evaluated": sum(t.prompt_tokens_evaluated for t in turns),
+            "completion_tokens": sum(t.completion_tokens for t in turns),
+        }
+
+
+Step.model_rebuild()
+
+
+def digest(obj: Any) -> str:
+    """sha256 of a JSON-serializable object in canonical form."""
+    data = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,31 @@
+"""The sandbox phone: deterministic, resettable, seeded world state with typed tools.
+
+Use::
+
+    phone = SandboxPhone(seed=0)
+    executor = SandboxExecutor(phone, ["settings", "send_sms"])  # app names or tool names
+    result = await executor.call(ToolCall(name="set_wifi", arguments={"enabled": False}))
+    phone.state.settings.wifi  # False
+"""
+
+from __future__ import annotations
+
+from .diff import StateChange, diff_states
+from .executor import SandboxExecutor
+from .paths import MISSING, check_path, resolve_path
+from .phone import SandboxPhone
+from .seeding import DEFAULT_NOW, default_state
+from .state import PhoneState
+
+__all__ = [
+    "DEFAULT_NOW",
+    "MISSING",
+    "PhoneState",
+    "SandboxExecutor",
+    "SandboxPhone",
+    "StateChange",
+    "check_path",
+    "default_state",
+    "diff_states",
+    "resolve_path",
+]

@@ -1,0 +1,37 @@
+"""The sandbox phone's apps, one module each; every app's tools are ``@tool`` methods."""
+
+from __future__ import annotations
+
+from ._base import App
+from .calculator import CalculatorApp
+from .calendar import CalendarApp
+from .cast import CastApp
+from .clock import ClockApp
+from .contacts import ContactsApp
+from .converter import ConverterApp
+from .earbuds import EarbudsApp
+from .health import HealthApp
+from .launcher import LauncherApp
+from .messages import MessagesApp
+from .notes import NotesApp
+from .power import PowerApp
+from .settings import SettingsApp
+
+__all__ = ["APP_CLASSES", "App"]
+
+APP_CLASSES: tuple[type[App], ...] = (
+    SettingsApp,
+    EarbudsApp,
+    NotesApp,
+    ContactsApp,
+    MessagesApp,
+    HealthApp,
+    ConverterApp,
+    CalculatorApp,
+    CastApp,
+    PowerApp,
+    LauncherApp,
+    ClockApp,
+    CalendarApp,
+)
+"""Every app, in the order their tools are listed to the planner."""

@@ -1,0 +1,39 @@
+"""What every sandbox app shares: access to the phone's current state behind the power gate."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol
+
+from ....errors import ToolFailure
+from ..state import PhoneState
+
+__all__ = ["App", "StateHolder"]
+
+
+class StateHolder(Protocol):
+    """Anything holding the current world state (the phone; restore swaps the object)."""
+
+    state: PhoneState
+
+
+class App:
+    """Base of the sandbox apps; subclasses define ``@tool`` methods.
+
+    Tools reach the world through :attr:`state` only, which fails with ``device_off`` once the
+    phone is powered off: so "after power off every further action fails" holds for every app,
+    including ones added later, without each tool remembering to check.
+    """
+
+    name: ClassVar[str]
+    """Short app name; task files may list it to expose all of the app's tools."""
+
+    def __init__(self, phone: StateHolder) -> None:
+        self._phone = phone
+
+    @property
+    def state(self) -> PhoneState:
+        """The live state, or ``ToolFailure('device_off')`` when the phone is off."""
+        state = self._phone.state
+        if not state.device.powered_on:
+            raise ToolFailure("device_off", "the phone is powered off; nothing can run until it is turned on")
+        return state

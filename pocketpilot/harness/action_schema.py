@@ -1,0 +1,175 @@
+"""The Action schema restricted to one step: the source of the planner's decoding grammar.
+
+The generic Action union lets ``tool_call`` name any tool with any arguments. For decoding we
+specialise it per step: each call becomes a ``oneOf`` over the tools exposed *now*, each with
+its own argument schema, so an unknown tool name or a malformed argument cannot even be
+sampled. Skill and delegate names are narrowed the same way. The output is still validated
+into the generic union afterwards; the grammar only makes invalid output unreachable.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..contracts import (
+    ACTION_ADAPTER,
+    ACTION_KINDS,
+    MAX_BATCH,
+    Action,
+    AskUser,
+    Delegate,
+    Finish,
+    LoadSkill,
+    MemorySearch,
+    MemoryWrite,
+    Refuse,
+    ToolCallAction,
+    ToolSpec,
+)
+from ..errors import ContractError, PlannerOutputError
+
+__all__ = ["action_json_schema", "parse_action"]
+
+_MODELS = {
+    "memory_search": MemorySearch,
+    "memory_write": MemoryWrite,
+    "load_skill": LoadSkill,
+    "delegate": Delegate,
+    "ask_user": AskUser,
+    "refuse": Refuse,
+    "finish": Finish,
+}
+_STRIP_KEYS = {"title", "default"}
+
+
+def _strip(node: Any) -> Any:
+    """Drop annotation keys (titles, defaults) that only cost grammar size; keep property names."""
+    if isinstance(node, dict):
+        return {k: _strip(v) for k, v in node.items() if k not in _STRIP_KEYS or isinstance(v, dict)}
+    if isinstance(node, list):
+        return [_strip(v) for v in node]
+    return node
+
+
+def _hoist_defs(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """Move a sub-schema's ``$defs`` into the root, renaming refs so tools cannot collide."""
+    schema = copy.deepcopy(schema)
+    local = schema.pop("$defs", {})
+    if not local:
+        return schema
+    rename = {name: f"{prefix}__{name}" for name in local}
+    text = json.dumps(schema)
+    body = json.dumps(local)
+    for old, new in rename.items():
+        text = text.replace(f'"#/$defs/{old}"', f'"#/$defs/{new}"')
+        body = body.replace(f'"#/$defs/{old}"', f'"#/$defs/{new}"')
+    for old, sub in json.loads(body).items():
+        defs[rename[old]] = sub
+    return json.loads(text)
+
+
+def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any]) -> dict[str, Any]:
+    variants = []
+    for spec in tools:
+        params = _hoist_defs(_strip(spec.parameters), re.sub(r"\W", "_", spec.name), defs)
+        params.setdefault("type", "object")
+        params.setdefault("properties", {})
+        variants.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": spec.name}, "arguments": params},
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    item = variants[0] if len(variants) == 1 else {"oneOf": variants}
+    return {
+        "type": "object",
+        "properties": {
+            "kind": {"const": "tool_call"},
+            "calls": {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_BATCH},
+        },
+        "required": ["kind", "calls"],
+        "additionalProperties": False,
+    }
+
+
+def _simple_schema(kind: str, skills: Sequence[str], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    schema = _strip(_MODELS[kind].model_json_schema())
+    props = schema["properties"]
+    props["kind"] = {"const": kind}
+    schema["required"] = ["kind", *[r for r in schema.get("required", []) if r != "kind"]]
+    if kind == "load_skill":
+        props["name"] = {"enum": list(skills)}
+    if kind == "delegate":
+        names = [t.name for t in tools]
+        props["tools"] = {"type": "array", "items": {"enum": names}, "maxItems": 16}
+    schema["additionalProperties"] = False
+    return schema
+
+
+def action_json_schema(
+    tools: Sequence[ToolSpec],
+    kinds: Sequence[str] = ACTION_KINDS,
+    skills: Sequence[str] = (),
+) -> dict[str, Any]:
+    """JSON schema of the actions allowed in one step.
+
+    Args:
+        tools: the tools exposed now; ``tool_call`` is dropped when there are none.
+        kinds: allowed action kinds, in the order the prompt lists them.
+        skills: loadable skill names; ``load_skill`` is dropped when there are none.
+    """
+    unknown = [k for k in kinds if k not in ACTION_KINDS]
+    if unknown:
+        raise ContractError(f"unknown action kinds: {unknown}")
+    defs: dict[str, Any] = {}
+    variants = []
+    for kind in kinds:
+        if kind == "tool_call":
+            if tools:
+                variants.append(_tool_call_schema(tools, defs))
+        elif kind == "load_skill":
+            if skills:
+                variants.append(_simple_schema(kind, skills, tools))
+        elif kind == "delegate":
+            if tools:
+                variants.append(_simple_schema(kind, skills, tools))
+        else:
+            variants.append(_simple_schema(kind, skills, tools))
+    if not variants:
+        raise ContractError("no action kind is possible in this step")
+    schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"oneOf": variants}
+    if defs:
+        schema = {**schema, "$defs": defs}
+    return schema
+
+
+def parse_action(
+    raw: str, tools: Sequence[ToolSpec] | None = None, kinds: Sequence[str] = ACTION_KINDS
+) -> Action:
+    """Validate raw planner output into an Action allowed in this step.
+
+    Raises:
+        PlannerOutputError: not JSON, not an Action, a disallowed kind, or an unexposed tool.
+    """
+    try:
+        action = ACTION_ADAPTER.validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise PlannerOutputError(raw, f"{loc}: {first['msg']}" if loc else first["msg"]) from exc
+    if action.kind not in kinds:
+        raise PlannerOutputError(raw, f"action kind {action.kind!r} is not allowed here")
+    if tools is not None and isinstance(action, ToolCallAction):
+        exposed = {t.name for t in tools}
+        for call in action.calls:
+            if call.name not in exposed:
+                raise PlannerOutputError(raw, f"tool {call.name!r} is not exposed in this step")
+    return action

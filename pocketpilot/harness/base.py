@@ -1,0 +1,150 @@
+"""The protocols the harness depends on; concrete backends live elsewhere and arrive by injection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..contracts import Action, Episode, PlannerInfo, PlannerTurn, RetrievedMemory, ToolCall, ToolResult, ToolSpec
+
+__all__ = [
+    "ChatMessage",
+    "ConfirmationPolicy",
+    "Executor",
+    "MemoryStore",
+    "PlanRequest",
+    "Planner",
+    "PlannerOutput",
+    "SkillStore",
+    "Verifier",
+]
+
+
+class ChatMessage(BaseModel):
+    """One message of the assembled context (OpenAI-style roles)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    section: str = "history"
+    """Which budgeted section of the context the message belongs to."""
+
+
+class PlanRequest(BaseModel):
+    """Everything a planner needs for one decision."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: list[ChatMessage]
+    tools: list[ToolSpec]
+    """Tools exposed in this step: the grammar allows exactly these names."""
+    kinds: tuple[str, ...]
+    """Action kinds allowed in this step (e.g. no delegate inside a sub-agent)."""
+    skills: list[str] = Field(default_factory=list)
+    """Names of skills that may be loaded now."""
+
+
+class PlannerOutput(BaseModel):
+    """A parsed action plus the record of how it was produced."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action: Action
+    turn: PlannerTurn
+
+
+@runtime_checkable
+class Planner(Protocol):
+    """Chooses the next action from the assembled context."""
+
+    @property
+    def info(self) -> PlannerInfo:
+        """Backend, model file, sha256, quantization and sampler: recorded in every trace."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` occupies in this planner's context (for section budgets)."""
+        ...
+
+    async def load(self) -> None:
+        """Prepare the backend (idempotent); afterwards ``info`` is complete (sha256, quant)."""
+        ...
+
+    async def plan(self, request: PlanRequest) -> PlannerOutput:
+        """Return one action; raise PlannerOutputError if the output does not parse."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the backend (model, HTTP client)."""
+        ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """The only thing that changes device or app state."""
+
+    def tools(self) -> list[ToolSpec]:
+        """The tools this executor can run now."""
+        ...
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run one call. Tool failures come back as ``ok=False``; only a lost device raises."""
+        ...
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """What the harness needs from memory: search, write a candidate, capture an episode."""
+
+    async def search(
+        self, query: str, *, tier: str | None = None, k: int = 5
+    ) -> list[RetrievedMemory]:
+        """Hybrid retrieval for the session's caller; results are evidence only."""
+        ...
+
+    async def write(
+        self, content: str, *, tier: str, category: str | None, provenance: dict[str, Any]
+    ) -> str:
+        """Capture a candidate from the planner; returns its id."""
+        ...
+
+    async def capture_episode(self, episode: Episode) -> list[str]:
+        """Capture a finished episode into episodic memory; returns the new ids."""
+        ...
+
+
+@runtime_checkable
+class SkillStore(Protocol):
+    """Skills the planner may load, with tools they expose and gates they enforce."""
+
+    def available(self, exposed_tools: Sequence[str]) -> list[str]:
+        """Skill names whose required tools are all exposed."""
+        ...
+
+    def load(self, name: str) -> Any:
+        """Return the loaded skill (guidance text, exposed tools, preconditions)."""
+        ...
+
+
+class ConfirmationPolicy(Protocol):
+    """Decides whether a destructive call may run."""
+
+    async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
+        """True to allow the call."""
+        ...
+
+
+class Verifier(Protocol):
+    """Judges an episode from its history and evidence the planner may never see."""
+
+    async def __call__(self, episode: Episode) -> Any:
+        """Return a Verdict."""
+        ...
+
+
+def allowed_action(action: Action, kinds: Sequence[str]) -> bool:
+    """Whether ``action`` is of a kind allowed in this step."""
+    return action.kind in kinds

@@ -1,0 +1,280 @@
+"""An in-process GGUF planner on llama.cpp with grammar-constrained decoding.
+
+Design notes (FACTS.md has the measurements):
+- The grammar is built with ``LlamaGrammar.from_json_schema``, which raises on a schema it
+  cannot convert; ``response_format`` silently ignores json_schema, so it is never used.
+- One ``Llama`` keeps the KV cache of its last prompt only, so the harness puts the stable
+  prefix first and this class feeds the model's own raw output back verbatim as the
+  assistant turn: step k then evaluates only the tokens added since step k-1.
+- Generation runs in a worker thread that is never orphaned: cancelling sets a flag checked
+  between tokens and waits for the thread to stop before re-raising.
+- Each step records the prompt tokens evaluated, the generated token ids and their
+  log-probs under the model (the behaviour policy an RL trainer needs), and the sampler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...contracts import PlannerInfo, PlannerTurn, SamplerSettings, digest
+from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputError
+from ...model_store import check_gguf_header, file_sha256
+from ..action_schema import action_json_schema, parse_action
+from ..base import PlannerOutput, PlanRequest
+
+__all__ = ["LlamaCppPlanner", "cached_sha256", "quant_type_name"]
+
+logger = logging.getLogger(__name__)
+
+# llama_ftype values as written to GGUF `general.file_type` (llama.h).
+_FTYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
+    11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
+    17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 25: "IQ4_NL", 30: "IQ4_XS", 32: "BF16",
+}
+
+
+def quant_type_name(metadata: dict[str, str]) -> str | None:
+    """Quantization name from GGUF metadata, or None if the file does not say."""
+    raw = metadata.get("general.file_type")
+    if raw is None:
+        return None
+    try:
+        return _FTYPES.get(int(raw), f"ftype_{raw}")
+    except ValueError:
+        return raw
+
+
+def cached_sha256(path: Path) -> str:
+    """sha256 of a model file, cached beside it keyed by size and mtime (hashing 1 GB takes seconds)."""
+    st = path.stat()
+    stamp = path.with_name(path.name + ".sha256.json")
+    try:
+        record = json.loads(stamp.read_text())
+        if record["size"] == st.st_size and record["mtime_ns"] == st.st_mtime_ns:
+            return str(record["sha256"])
+    except (OSError, ValueError, KeyError):
+        pass
+    sha = file_sha256(path)
+    try:
+        tmp = stamp.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+        os.replace(tmp, stamp)
+    except OSError:
+        logger.debug("cannot cache sha256 beside %s (read-only?)", path)
+    return sha
+
+
+class LlamaCppPlanner:
+    """Planner backed by llama-cpp-python; construct cheaply, the model loads on first use."""
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        sampler: SamplerSettings | None = None,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        lora_path: str | os.PathLike[str] | None = None,
+        sha256: str | None = None,
+        quant_type: str | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.model_path = Path(model_path)
+        check_gguf_header(self.model_path)
+        self.sampler = sampler or SamplerSettings()
+        self._kwargs: dict[str, Any] = {
+            "n_ctx": n_ctx,
+            "n_threads": n_threads or max(1, os.cpu_count() or 1),
+            "n_batch": n_batch,
+            "verbose": verbose,
+            "seed": self.sampler.seed,
+        }
+        if lora_path is not None:
+            self._kwargs["lora_path"] = os.fspath(lora_path)
+        self._sha256 = sha256
+        self._quant = quant_type
+        self._llm: Any = None
+        self._formatter: Any = None
+        self._grammars: dict[str, Any] = {}
+        self._load_lock = asyncio.Lock()
+        self._gen_lock = asyncio.Lock()
+        self.last_schema: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def info(self) -> PlannerInfo:
+        """Model file, sha256, quantization and sampler (sha256 is filled once the model loads)."""
+        return PlannerInfo(
+            backend="llama.cpp",
+            model=self.model_path.name,
+            model_sha256=self._sha256,
+            quant_type=self._quant,
+            sampler=self.sampler,
+            adapter=self._kwargs.get("lora_path"),
+        )
+
+    def count_tokens(self, text: str) -> int:
+        """Exact count once loaded; before that about 3.5 characters a token."""
+        if self._llm is None:
+            return max(1, int(len(text) / 3.5))
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    # ------------------------------------------------------------------ loading
+
+    async def load(self) -> None:
+        """Load the model off the event loop (idempotent); plan() calls it on first use."""
+        async with self._load_lock:
+            if self._llm is None:
+                await asyncio.shield(asyncio.to_thread(self._load_sync))
+
+    def _load_sync(self) -> None:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        t0 = time.monotonic()
+        try:
+            llm = Llama(model_path=os.fspath(self.model_path), **self._kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelIntegrityError(str(self.model_path), f"llama.cpp could not load it: {exc}") from exc
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise PlannerBackendError(f"{self.model_path.name} has no chat template; use an instruct model")
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        self._formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+            bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+        )
+        if self._quant is None:
+            self._quant = quant_type_name(llm.metadata)
+        if self._sha256 is None:
+            self._sha256 = cached_sha256(self.model_path)
+        self._llm = llm
+        logger.info("loaded %s (%s) in %.1fs", self.model_path.name, self._quant, time.monotonic() - t0)
+
+    # ------------------------------------------------------------------ planning
+
+    def render(self, request: PlanRequest) -> str:
+        """The prompt text for a request (the model's own chat template)."""
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        return str(self._formatter(messages=messages).prompt)
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = digest(schema)
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            try:
+                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise PlannerBackendError(f"cannot build a grammar from the action schema: {exc}") from exc
+            if len(self._grammars) > 32:
+                self._grammars.clear()
+            self._grammars[key] = grammar
+        return grammar
+
+    async def plan(self, request: PlanRequest) -> PlannerOutput:
+        """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""
+        await self.load()
+        schema = action_json_schema(request.tools, request.kinds, request.skills)
+        self.last_schema = schema
+        grammar = self._grammar(schema)
+        prompt = self.render(request)
+        stop = threading.Event()
+        async with self._gen_lock:
+            fut = asyncio.ensure_future(asyncio.to_thread(self._generate_sync, prompt, grammar, stop))
+            try:
+                turn = await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                stop.set()  # stop at the next token
+                await asyncio.wait({fut})  # a thread cannot be killed; wait before re-raising
+                raise
+        if turn.finish_reason == "length":
+            raise PlannerOutputError(
+                turn.raw, f"output cut at max_tokens={self.sampler.max_tokens} before the action was complete", turn
+            )
+        try:
+            action = parse_action(turn.raw, request.tools, request.kinds)
+        except PlannerOutputError as exc:
+            raise PlannerOutputError(turn.raw, exc.reason, turn) from exc
+        return PlannerOutput(action=action, turn=turn)
+
+    def _generate_sync(self, prompt: str, grammar: Any, stop: threading.Event) -> PlannerTurn:
+        llm = self._llm
+        s = self.sampler
+        tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        if len(tokens) + s.max_tokens > llm.n_ctx():
+            raise PlannerBackendError(f"prompt of {len(tokens)} tokens does not fit n_ctx={llm.n_ctx()}")
+        # Mirror Llama.generate's own prefix match to report what the KV cache saved.
+        cached = 0
+        for a, b in zip(llm._input_ids[: llm.n_tokens], tokens[:-1]):
+            if a != b:
+                break
+            cached += 1
+        last: dict[str, Any] = {}
+
+        def remember_logits(input_ids: Any, scores: Any) -> Any:
+            row = np.asarray(scores, dtype=np.float64)
+            peak = row.max()
+            last["scores"], last["lse"] = row, peak + np.log(np.exp(row - peak).sum())
+            return scores
+
+        from llama_cpp import LogitsProcessorList
+
+        ids: list[int] = []
+        logprobs: list[float] = []
+        finish = "length"
+        t0 = time.monotonic()
+        for token in llm.generate(
+            tokens,
+            top_k=s.top_k,
+            top_p=s.top_p,
+            min_p=s.min_p,
+            temp=s.temperature,
+            repeat_penalty=s.repeat_penalty,
+            grammar=grammar,
+            logits_processor=LogitsProcessorList([remember_logits]),
+            reset=True,
+        ):
+            if llm._model.token_is_eog(token) if hasattr(llm._model, "token_is_eog") else token == llm.token_eos():
+                finish = "stop"
+                break
+            ids.append(int(token))
+            if "scores" in last:
+                logprobs.append(float(last["scores"][token] - last["lse"]))
+            if stop.is_set():
+                finish = "cancelled"
+                break
+            if len(ids) >= s.max_tokens:
+                break
+        raw = llm.detokenize(ids).decode("utf-8", errors="replace")
+        return PlannerTurn(
+            raw=raw,
+            prompt_tokens=len(tokens),
+            prompt_tokens_evaluated=len(tokens) - cached,
+            completion_tokens=len(ids),
+            token_ids=ids,
+            token_logprobs=logprobs,
+            finish_reason=finish,
+            latency_s=time.monotonic() - t0,
+        )
+
+    async def aclose(self) -> None:
+        """Free the model (waits for any generation in flight)."""
+        async with self._gen_lock:
+            llm, self._llm = self._llm, None
+            if llm is not None:
+                await asyncio.to_thread(llm.close) if hasattr(llm, "close") else None

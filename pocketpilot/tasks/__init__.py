@@ -1,0 +1,65 @@
+"""Executable tasks on the sandbox phone: the spec format, the loader, and the verifier blocks.
+
+Use::
+
+    from pocketpilot.tasks import load_suite, prepare
+    for task in load_suite("dev"):
+        phone, executor, verifier = prepare(task)
+        episode = await session.run(task.goal)  # the harness, with ``executor``
+        verdict = await verifier(episode)
+"""
+
+from __future__ import annotations
+
+from .loader import build_state, check_splits, check_task, exposed_tools, load_suite, load_task, parse_task
+from .oracle import oracle_actions, run_actions, run_oracle
+from .run import TaskRun, prepare
+from .spec import (
+    AnswerCriterion,
+    CallCriterion,
+    CallPattern,
+    Capability,
+    Criterion,
+    Group,
+    NoCallCriterion,
+    OracleStep,
+    OrderCriterion,
+    Split,
+    StateCriterion,
+    StopCriterion,
+    TaskSpec,
+    UnchangedCriterion,
+)
+from .verify import check_criterion, matches, verify
+
+__all__ = [
+    "AnswerCriterion",
+    "CallCriterion",
+    "CallPattern",
+    "Capability",
+    "Criterion",
+    "Group",
+    "NoCallCriterion",
+    "OracleStep",
+    "OrderCriterion",
+    "Split",
+    "StateCriterion",
+    "StopCriterion",
+    "TaskRun",
+    "TaskSpec",
+    "UnchangedCriterion",
+    "build_state",
+    "check_criterion",
+    "check_splits",
+    "check_task",
+    "exposed_tools",
+    "load_suite",
+    "load_task",
+    "matches",
+    "oracle_actions",
+    "parse_task",
+    "prepare",
+    "run_actions",
+    "run_oracle",
+    "verify",
+]

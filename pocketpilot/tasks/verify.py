@@ -1,0 +1,249 @@
+"""Verifier building blocks: judge an episode from the final state and the calls it made.
+
+Each criterion yields one :class:`~pocketpilot.contracts.CriterionResult` whose ``detail`` says
+why it failed (or what satisfied it), so a failed verdict reads as a diagnosis.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..contracts import (
+    AskUser,
+    CriterionResult,
+    Episode,
+    Finish,
+    Refuse,
+    ToolCall,
+    ToolResult,
+    Verdict,
+)
+from ..executor.sandbox import MISSING, PhoneState, diff_states, resolve_path
+from .spec import (
+    AnswerCriterion,
+    CallCriterion,
+    CallPattern,
+    Criterion,
+    NoCallCriterion,
+    OrderCriterion,
+    StateCriterion,
+    StopCriterion,
+    TaskSpec,
+    UnchangedCriterion,
+)
+
+__all__ = ["check_criterion", "matches", "verify"]
+
+_THOUSANDS = re.compile(r"(?<=\d)[,\u202f\u00a0](?=\d{3}\b)")
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, default=str) if value is not MISSING else "<missing>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def matches(actual: Any, expected: Any) -> bool:
+    """Whether ``actual`` matches ``expected`` the way criteria compare values.
+
+    A dict matches as a subset (each expected key matches recursively); a string expected of a
+    string actual matches by case-insensitive containment; a bool or number by equality (a bool
+    never equals a number); anything else by equality.
+    """
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and matches(actual[k], v) for k, v in expected.items()
+        )
+    if isinstance(expected, str) and isinstance(actual, str):
+        return expected.lower() in actual.lower()
+    return _equal(actual, expected)
+
+
+def _equal(actual: Any, expected: Any) -> bool:
+    """Equality where a bool never equals a number (``True == 1`` would let a bug pass)."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    return bool(actual == expected)
+
+
+def _contains(actual: Any, expected: Any) -> bool:
+    if isinstance(actual, list):
+        return any(matches(item, expected) for item in actual)
+    if isinstance(actual, str) and isinstance(expected, str):
+        return expected.lower() in actual.lower()
+    if isinstance(actual, dict):
+        return matches(actual, expected)
+    return False
+
+
+def _call_matches(call: ToolCall, pattern: CallPattern) -> bool:
+    return call.name == pattern.tool and matches(call.arguments, pattern.args)
+
+
+def _calls(episode: Episode) -> list[tuple[int, ToolCall, ToolResult | None]]:
+    return episode.tool_calls()
+
+
+def _state(c: StateCriterion, final: dict[str, Any]) -> CriterionResult:
+    value = resolve_path(final, c.path)
+    test = c.test
+    if test == "equals":
+        ok = value is not MISSING and _equal(value, c.equals)
+        want = f"== {_short(c.equals)}"
+    elif test == "one_of":
+        ok = value is not MISSING and any(_equal(value, v) for v in c.one_of or [])
+        want = f"in {_short(c.one_of)}"
+    elif test == "contains":
+        ok = value is not MISSING and _contains(value, c.contains)
+        want = f"contains {_short(c.contains)}"
+    else:
+        ok = value is not MISSING and not _contains(value, c.not_contains)
+        want = f"does not contain {_short(c.not_contains)}"
+    name = c.name or f"state {c.path} {want}"
+    return CriterionResult(name=name, passed=ok, detail=f"{c.path} is {_short(value)}")
+
+
+def _outcome(result: ToolResult | None) -> str:
+    if result is None:
+        return "no result"
+    return "ok" if result.ok else (result.error.code if result.error else "failed")
+
+
+def _call(c: CallCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"call {c.label()}" + ("" if c.ok is True else f" (ok={c.ok})") + (
+        f" x{c.min_count}" if c.min_count > 1 else ""
+    )
+    same_tool = [(call, res) for _, call, res in _calls(episode) if call.name == c.tool]
+    hits = [
+        (call, res)
+        for call, res in same_tool
+        if matches(call.arguments, c.args) and (c.ok is None or (res is not None and res.ok == c.ok))
+    ]
+    if len(hits) >= c.min_count:
+        return CriterionResult(name=name, passed=True, detail=f"{len(hits)} matching call(s)")
+    if not same_tool:
+        detail = f"{c.tool} was never called"
+    else:
+        seen = "; ".join(f"{_short(call.arguments, 80)} -> {_outcome(res)}" for call, res in same_tool[:3])
+        detail = f"{len(hits)} of {c.min_count} needed; calls seen: {seen}"
+    return CriterionResult(name=name, passed=False, detail=detail)
+
+
+def _no_call(c: NoCallCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"no call {c.label()}"
+    bad = [(i, call) for i, call, _ in _calls(episode) if _call_matches(call, c)]
+    if not bad:
+        return CriterionResult(name=name, passed=True, detail="never attempted")
+    step, call = bad[0]
+    return CriterionResult(
+        name=name, passed=False, detail=f"attempted at step {step}: {_short(call.arguments, 80)}"
+    )
+
+
+def _first_ok(episode: Episode, pattern: CallPattern) -> int | None:
+    for step, call, res in _calls(episode):
+        if _call_matches(call, pattern) and res is not None and res.ok:
+            return step
+    return None
+
+
+def _order(c: OrderCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"order {c.before.label()} before {c.after.label()}"
+    first, then = _first_ok(episode, c.before), _first_ok(episode, c.after)
+    if first is None:
+        return CriterionResult(name=name, passed=False, detail=f"no successful {c.before.label()}")
+    if then is None:
+        return CriterionResult(name=name, passed=False, detail=f"no successful {c.after.label()}")
+    if first < then:
+        return CriterionResult(name=name, passed=True, detail=f"step {first} before step {then}")
+    how = "in the same parallel batch as" if first == then else "after"
+    return CriterionResult(
+        name=name,
+        passed=False,
+        detail=f"{c.before.label()} (step {first}) came {how} {c.after.label()} (step {then})",
+    )
+
+
+def _allowed(path: str, allow: list[str]) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in allow)
+
+
+def _unchanged(c: UnchangedCriterion, initial: PhoneState, final: PhoneState) -> CriterionResult:
+    name = c.name or ("nothing else changed" + (f" (allowed: {', '.join(c.allow)})" if c.allow else ""))
+    extra = [ch for ch in diff_states(initial, final) if not _allowed(ch.path, c.allow)]
+    if not extra:
+        return CriterionResult(name=name, passed=True, detail="no other change")
+    shown = "; ".join(f"{ch.path}: {_short(ch.before, 40)} -> {_short(ch.after, 40)}" for ch in extra[:4])
+    more = f" (+{len(extra) - 4} more)" if len(extra) > 4 else ""
+    return CriterionResult(name=name, passed=False, detail=f"unexpected change(s): {shown}{more}")
+
+
+def _stop_reason(episode: Episode) -> str | None:
+    if episode.stop_reason is not None:
+        return episode.stop_reason
+    action = episode.final_action
+    if isinstance(action, (Finish, AskUser, Refuse)):
+        return action.kind
+    return None
+
+
+def _stop(c: StopCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"stop by {' or '.join(c.reason)}"
+    reason = _stop_reason(episode)
+    return CriterionResult(name=name, passed=reason in c.reason, detail=f"stopped by {reason}")
+
+
+def _normalize(text: str) -> str:
+    return _THOUSANDS.sub("", text).lower()
+
+
+def _answer(c: AnswerCriterion, episode: Episode) -> CriterionResult:
+    parts = []
+    if c.all_of:
+        parts.append(" and ".join(map(repr, c.all_of)))
+    if c.any_of:
+        parts.append("one of " + ", ".join(map(repr, c.any_of)))
+    name = c.name or f"answer mentions {' and '.join(parts)}"
+    action = episode.final_action
+    if not isinstance(action, Finish):
+        kind = action.kind if action is not None else "nothing"
+        return CriterionResult(name=name, passed=False, detail=f"the episode ended with {kind}, not finish")
+    text = _normalize(action.summary)
+    missing = [s for s in c.all_of if _normalize(s) not in text]
+    any_ok = not c.any_of or any(_normalize(s) in text for s in c.any_of)
+    if not missing and any_ok:
+        return CriterionResult(name=name, passed=True, detail="found in the summary")
+    why = f"missing {missing}" if missing else f"none of {c.any_of}"
+    return CriterionResult(name=name, passed=False, detail=f"{why} in summary {_short(action.summary, 100)}")
+
+
+def check_criterion(
+    criterion: Criterion,
+    initial: PhoneState,
+    final: PhoneState,
+    episode: Episode,
+    *,
+    final_dump: dict[str, Any] | None = None,
+) -> CriterionResult:
+    """Evaluate one criterion against the evidence."""
+    if isinstance(criterion, StateCriterion):
+        return _state(criterion, final_dump if final_dump is not None else final.model_dump(mode="json"))
+    if isinstance(criterion, CallCriterion):
+        return _call(criterion, episode)
+    if isinstance(criterion, NoCallCriterion):
+        return _no_call(criterion, episode)
+    if isinstance(criterion, OrderCriterion):
+        return _order(criterion, episode)
+    if isinstance(criterion, UnchangedCriterion):
+        return _unchanged(criterion, initial, final)
+    if isinstance(criterion, StopCriterion):
+        return _stop(criterion, episode)
+    return _answer(criterion, episode)
+
+
+def verify(task: TaskSpec, initial: PhoneState, final: PhoneState, episode: Episode) -> Verdict:
+    """Judge ``episode`` against every criterion of ``task``; success means all passed."""
+    dump = final.model_dump(mode="json")
+    results = [check_criterion(c, initial, final, episode, final_dump=dump) for c in task.criteria]
+    return Verdict(success=all(r.passed for r in results), criteria=results)

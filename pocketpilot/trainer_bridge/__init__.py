@@ -1,0 +1,1 @@
+"""pocketpilot.trainer_bridge."""

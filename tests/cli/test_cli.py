@@ -1,0 +1,110 @@
+"""The CLI through a subprocess, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pocketpilot.harness import Session
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.tasks import load_suite, oracle_actions, prepare
+from pocketpilot.trace import read_trace
+
+
+def cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pocketpilot", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_help_and_models_list():
+    out = cli("--help")
+    assert out.returncode == 0 and "demo" in out.stdout and "bench" in out.stdout
+    listed = cli("models", "list")
+    assert listed.returncode == 0
+    assert "* qwen2.5-coder-1.5b-instruct-q4_k_m" in listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("run", "--model", "gpt-17", "hello"), "unknown model 'gpt-17'"),
+        (("run", "--model", "/nonexistent/m.gguf", "hello"), "no such GGUF file"),
+        (("models", "pull", "gpt-17"), "unknown model"),
+        (("trace", "show", "/nonexistent.jsonl"), "cannot read trace"),
+        (("bench", "--task-id", "no-such-task", "--no-pull"), "unknown task ids"),
+    ],
+)
+def test_user_errors_are_one_line(args, message):
+    out = cli(*args)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_invalid_task_file(tmp_path):
+    bad = tmp_path / "task.yaml"
+    bad.write_text("id: x\ngoal: do it\ntools: [teleporter]\ncriteria: []\n")
+    fake = tmp_path / "m.gguf"
+    fake.write_bytes(b"GGUF" + b"\0" * 16)
+    out = cli("run", "--task", str(bad), "--model", str(fake))
+    assert out.returncode == 2 and "invalid task" in out.stderr and "Traceback" not in out.stderr
+
+
+async def test_trace_show_renders_steps_and_verdict(tmp_path):
+    task = next(t for t in load_suite() if t.id == "settings-boarding")
+    run = prepare(task)
+    session = Session(ScriptedPlanner(oracle_actions(task)), run.executor, verifier=run.verifier, trace_dir=tmp_path)
+    await session.run(task.goal)
+    out = cli("trace", "show", str(session.trace_path))
+    assert out.returncode == 0, out.stderr
+    assert "step 1: tool_call" in out.stdout and "set_wifi(enabled=false)" in out.stdout
+    assert "verdict: SUCCESS" in out.stdout
+    as_openai = cli("trace", "show", "--openai", str(session.trace_path))
+    messages = json.loads(as_openai.stdout)
+    assert messages[0]["role"] == "user" and messages[1]["tool_calls"]
+
+
+@pytest.mark.slow
+def test_real_run_prints_steps_results_and_verdict(test_gguf, tmp_path):
+    out = cli("run", "--task-id", "settings-wifi-off", "--model", str(test_gguf), "--trace-dir", str(tmp_path),
+              timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "step 1:" in out.stdout and "verdict:" in out.stdout
+    traces = list(tmp_path.glob("*.jsonl"))
+    assert len(traces) == 1
+    episode, complete = read_trace(traces[0])
+    assert complete and episode.verdict is not None and episode.steps
+
+
+@pytest.mark.slow
+def test_ctrl_c_mid_episode_keeps_the_trace(test_gguf, tmp_path):
+    """SIGINT while the planner is generating (the cold first step takes seconds): the worker
+    thread stops, the trace gets its end record, and the CLI exits 130 without a traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pocketpilot", "run", "--model", str(test_gguf), "--trace-dir", str(tmp_path),
+         "Check every setting one by one, then report them all."],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        line = ""
+        while not line.startswith("planner:"):
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, proc.stderr.read()
+        time.sleep(1.5)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    (trace,) = tmp_path.glob("*.jsonl")
+    episode, complete = read_trace(trace)
+    assert complete and episode.stop_reason == "cancelled"

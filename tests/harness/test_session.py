@@ -1,0 +1,235 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from pocketpilot.contracts import CriterionResult, Verdict
+from pocketpilot.errors import UsageError
+from pocketpilot.harness import AllowAll, CallbackConfirmation, HarnessConfig, Session
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.trace import read_trace
+
+
+def call(name: str, **arguments: object) -> dict:
+    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
+
+
+FINISH = {"kind": "finish", "summary": "done"}
+
+
+async def test_finish_stops_and_runs_verifier(registry, toys, tmp_path):
+    seen = []
+
+    async def verifier(episode):
+        seen.append(episode.stop_reason)
+        return Verdict(success=toys.lamp, criteria=[CriterionResult(name="lamp on", passed=toys.lamp)])
+
+    planner = ScriptedPlanner([call("set_lamp", on=True), FINISH])
+    session = Session(planner, registry, verifier=verifier, trace_dir=tmp_path)
+    episode = await session.run("turn on the lamp")
+    assert episode.stop_reason == "finish"
+    assert episode.verdict is not None and episode.verdict.success
+    assert seen == ["finish"]
+    assert [s.action.kind for s in episode.steps] == ["tool_call", "finish"]
+    assert episode.steps[0].results[0].data == {"lamp": True}
+    loaded, complete = read_trace(session.trace_path)
+    assert complete and loaded.verdict == episode.verdict
+    assert loaded.steps == episode.steps
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        ({"kind": "ask_user", "question": "which lamp?"}, "ask_user"),
+        ({"kind": "refuse", "reason": "unsafe"}, "refuse"),
+    ],
+)
+async def test_ask_user_and_refuse_stop(registry, action, reason):
+    planner = ScriptedPlanner([action, FINISH])
+    episode = await Session(planner, registry).run("do it")
+    assert episode.stop_reason == reason
+    assert len(episode.steps) == 1
+    assert planner.remaining == 1
+
+
+async def test_max_steps_budget(registry):
+    planner = ScriptedPlanner([call("set_lamp", on=True)] * 5)
+    episode = await Session(planner, registry, config=HarnessConfig(max_steps=3)).run("loop")
+    assert episode.stop_reason == "max_steps"
+    assert len(episode.steps) == 3
+
+
+async def test_max_tokens_budget(registry):
+    planner = ScriptedPlanner([call("set_lamp", on=True)] * 10)
+    episode = await Session(planner, registry, config=HarnessConfig(max_tokens=20)).run("loop")
+    assert episode.stop_reason == "max_tokens"
+    assert 1 <= len(episode.steps) < 10
+
+
+async def test_max_seconds_budget_interrupts_a_slow_step(registry):
+    planner = ScriptedPlanner([call("sleep_echo", text="a", delay=0.3)] * 10)
+    t0 = time.monotonic()
+    episode = await Session(planner, registry, config=HarnessConfig(max_seconds=0.5)).run("loop")
+    assert episode.stop_reason == "max_seconds"
+    assert time.monotonic() - t0 < 2.0
+
+
+async def test_planner_exhausted_is_planner_error(registry):
+    episode = await Session(ScriptedPlanner([call("set_lamp", on=True)]), registry).run("x")
+    assert episode.stop_reason == "planner_error"
+
+
+async def test_malformed_output_is_fed_back_not_a_crash(registry):
+    planner = ScriptedPlanner(['{"kind": "tool_call", "calls": [', "not json", FINISH])
+    episode = await Session(planner, registry).run("x")
+    assert episode.stop_reason == "finish"
+    assert episode.steps[0].action is None and episode.steps[0].error.code == "invalid_action"
+    # the error and the raw output are shown to the planner in the next context
+    last = planner.requests[2].messages
+    assert any("invalid_action" in m.content for m in last if m.role == "tool")
+    assert any(m.content == "not json" for m in last if m.role == "assistant")
+
+
+async def test_too_many_malformed_outputs_stop(registry):
+    planner = ScriptedPlanner(["{", "{", "{", FINISH])
+    episode = await Session(planner, registry, config=HarnessConfig(max_parse_failures=3)).run("x")
+    assert episode.stop_reason == "planner_error"
+    assert len(episode.steps) == 3
+
+
+async def test_unexposed_tool_is_rejected_as_output(registry):
+    planner = ScriptedPlanner([call("no_such_tool"), FINISH])
+    episode = await Session(planner, registry).run("x")
+    assert episode.steps[0].error is not None
+    assert "not exposed" in episode.steps[0].error.message
+
+
+async def test_invalid_arguments_come_back_typed(registry, toys):
+    planner = ScriptedPlanner([call("set_lamp", on="maybe"), FINISH])
+    episode = await Session(planner, registry).run("x")
+    result = episode.steps[0].results[0]
+    assert not result.ok and result.error.code == "invalid_arguments"
+    assert toys.log == []
+
+
+async def test_repeated_identical_failure_triggers_notice(registry):
+    bad = call("convert", value=0, unit="km")
+    planner = ScriptedPlanner([bad, bad, call("convert", value=1, unit="km"), FINISH])
+    episode = await Session(planner, registry).run("convert")
+    assert not any("Stop guessing" in n for n in episode.steps[0].notices)
+    assert any("Stop guessing" in n for n in episode.steps[1].notices)
+    assert episode.steps[2].results[0].ok
+    # the notice reaches the planner in the next context
+    assert any("Stop guessing" in m.content for m in planner.requests[2].messages)
+
+
+async def test_parallel_batch_runs_concurrently_and_keeps_call_order(registry, toys):
+    batch = {
+        "kind": "tool_call",
+        "calls": [
+            {"name": "sleep_echo", "arguments": {"text": "slow", "delay": 0.4}},
+            {"name": "sleep_echo", "arguments": {"text": "fast", "delay": 0.0}},
+            {"name": "sleep_echo", "arguments": {"text": "mid", "delay": 0.2}},
+        ],
+    }
+    t0 = time.monotonic()
+    episode = await Session(ScriptedPlanner([batch, FINISH]), registry).run("x")
+    elapsed = time.monotonic() - t0
+    assert [r.data for r in episode.steps[0].results] == ["slow", "fast", "mid"]
+    assert toys.log == ["echo=fast", "echo=mid", "echo=slow"]  # really ran concurrently
+    assert elapsed < 0.55
+
+
+async def test_destructive_denied_by_default_and_traced(registry, toys, tmp_path):
+    session = Session(ScriptedPlanner([call("wipe"), FINISH]), registry, trace_dir=tmp_path)
+    episode = await session.run("wipe it")
+    result = episode.steps[0].results[0]
+    assert result.error.code == "confirmation_denied"
+    assert "wiped" not in toys.log
+    assert any("non-interactive" in n for n in episode.steps[0].notices)
+    text = session.trace_path.read_text()
+    assert "confirmation_denied" in text and "non-interactive" in text
+
+
+async def test_destructive_allowed_by_policy_and_callback(registry, toys):
+    episode = await Session(ScriptedPlanner([call("wipe"), FINISH]), registry, confirm=AllowAll()).run("x")
+    assert episode.steps[0].results[0].ok and toys.log == ["wiped"]
+    asked = []
+
+    def ask(c, spec):
+        asked.append((c.name, spec.destructive))
+        return False
+
+    episode = await Session(
+        ScriptedPlanner([call("wipe"), FINISH]), registry, confirm=CallbackConfirmation(ask)
+    ).run("x")
+    assert asked == [("wipe", True)]
+    assert not episode.steps[0].results[0].ok
+
+
+async def test_exposed_tools_subset_and_unknown(registry):
+    planner = ScriptedPlanner([call("set_lamp", on=True), FINISH])
+    episode = await Session(planner, registry, tools=["convert"]).run("x")
+    assert [t.name for t in planner.requests[0].tools] == ["convert"]
+    assert episode.steps[0].error is not None
+    with pytest.raises(UsageError, match="not provided"):
+        Session(planner, registry, tools=["nope"])
+
+
+async def test_cancellation_keeps_trace(registry, tmp_path):
+    planner = ScriptedPlanner([call("set_lamp", on=True), call("sleep_echo", text="x", delay=10), FINISH])
+    session = Session(planner, registry, trace_dir=tmp_path)
+    task = asyncio.create_task(session.run("x"))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    episode, complete = read_trace(session.trace_path)
+    assert complete and episode.stop_reason == "cancelled"
+    assert len(episode.steps) == 1 and episode.steps[0].results[0].ok
+
+
+async def test_sessions_share_one_loop(registry):
+    planners = [ScriptedPlanner([call("sleep_echo", text=str(i), delay=0.3), FINISH]) for i in range(4)]
+    t0 = time.monotonic()
+    episodes = await asyncio.gather(*(Session(p, registry).run(f"r{i}") for i, p in enumerate(planners)))
+    assert all(e.stop_reason == "finish" for e in episodes)
+    assert time.monotonic() - t0 < 1.0
+
+
+async def test_context_has_stable_prefix_then_history(registry):
+    planner = ScriptedPlanner([call("set_lamp", on=True), call("set_lamp", on=False), FINISH])
+    await Session(planner, registry).run("flip the lamp")
+    first, second, third = (r.messages for r in planner.requests)
+    assert first[0].role == "system" and first[0] == second[0] == third[0]
+    assert first[1].content == "flip the lamp"
+    assert second[: len(first)] == first  # history only grows at the end
+    assert third[: len(second)] == second
+    assert "set_lamp(on: boolean)" in first[0].content
+
+
+async def test_history_budget_drops_whole_steps_and_says_so(registry):
+    from pocketpilot.harness.context import ContextBudget
+
+    long_text = "x" * 400
+    planner = ScriptedPlanner([call("sleep_echo", text=long_text)] * 6 + [FINISH])
+    cfg = HarnessConfig(budget=ContextBudget(history=300))
+    episode = await Session(planner, registry, config=cfg).run("echo")
+    assert episode.stop_reason == "finish"
+    last = planner.requests[-1].messages
+    assert any("earlier steps are not shown" in m.content for m in last)
+    tool_msgs = [m for m in last if m.role == "tool"]
+    assert tool_msgs and all(json.loads(m.content)["data"] == long_text for m in tool_msgs)  # never cut inside
+
+
+async def test_run_sync_refuses_inside_loop(registry):
+    with pytest.raises(UsageError):
+        Session(ScriptedPlanner([FINISH]), registry).run_sync("x")
+
+
+def test_run_sync_outside_loop(registry):
+    episode = Session(ScriptedPlanner([FINISH]), registry).run_sync("x")
+    assert episode.stop_reason == "finish"

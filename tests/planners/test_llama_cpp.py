@@ -1,0 +1,125 @@
+"""The in-process llama.cpp planner on the real 0.5B model (slow; still runs in CI)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from pocketpilot.contracts import SamplerSettings
+from pocketpilot.errors import ModelIntegrityError, PlannerOutputError
+from pocketpilot.harness import AllowAll, HarnessConfig, Session
+from pocketpilot.harness.base import PlannerOutput, PlanRequest
+from pocketpilot.harness.context import ContextAssembler, ContextBudget
+from pocketpilot.harness.base import ChatMessage
+from pocketpilot.harness.planners import LlamaCppPlanner
+from pocketpilot.model_store import CATALOGUE, ModelStore
+from pocketpilot.tasks import load_suite, prepare
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def planner(test_gguf):
+    p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=160), n_ctx=4096)
+    yield p
+    asyncio.run(p.aclose())
+
+
+class ToolsFirst:
+    """Wraps a planner so the first ``n`` steps may only call tools: guarantees a multi-step run."""
+
+    def __init__(self, inner, n: int) -> None:
+        self.inner, self.n, self.calls = inner, n, 0
+
+    @property
+    def info(self):
+        return self.inner.info
+
+    def count_tokens(self, text):
+        return self.inner.count_tokens(text)
+
+    async def load(self):
+        await self.inner.load()
+
+    async def plan(self, request: PlanRequest) -> PlannerOutput:
+        self.calls += 1
+        if self.calls <= self.n:
+            request = request.model_copy(update={"kinds": ("tool_call",)})
+        return await self.inner.plan(request)
+
+    async def aclose(self):
+        return None
+
+
+def task(task_id):
+    return next(t for t in load_suite() if t.id == task_id)
+
+
+async def test_three_schema_valid_steps_with_policy_records(planner, test_gguf):
+    spec = task("settings-boarding")
+    run = prepare(spec)
+    session = Session(ToolsFirst(planner, 2), run.executor, config=HarnessConfig(max_steps=3),
+                      confirm=AllowAll(), verifier=run.verifier)
+    episode = await session.run(spec.goal)
+    assert len(episode.steps) == 3
+    exposed = {t.name for t in run.executor.tools()}
+    for step in episode.steps:
+        assert step.action is not None, step.planner.raw  # the grammar makes invalid output unreachable
+        if step.action.kind == "tool_call":
+            assert {c.name for c in step.action.calls} <= exposed
+        turn = step.planner
+        assert turn.completion_tokens == len(turn.token_ids) == len(turn.token_logprobs) > 0
+        assert all(lp <= 1e-6 and math.isfinite(lp) for lp in turn.token_logprobs)
+        assert 0 < turn.prompt_tokens_evaluated <= turn.prompt_tokens
+    # KV prefix reuse: a later step evaluates only what was added since the previous one
+    for prev, cur in zip(episode.steps, episode.steps[1:]):
+        new = cur.planner.prompt_tokens - prev.planner.prompt_tokens
+        assert cur.planner.prompt_tokens_evaluated <= new + 32
+    info = episode.header.planner
+    entry = CATALOGUE["qwen2.5-coder-0.5b-instruct-q4_k_m"]
+    assert info.backend == "llama.cpp" and info.quant_type == "Q4_K_M"
+    assert info.model_sha256 == entry.sha256
+    assert episode.verdict is not None
+
+
+async def _request(planner, text="Turn off wifi"):
+    spec = task("settings-wifi-off")
+    tools = prepare(spec).executor.tools()
+    assembler = ContextAssembler(ContextBudget(), planner.count_tokens)
+    kinds = ("tool_call", "ask_user", "refuse", "finish")
+    prefix, _ = assembler.prefix(tools, kinds)
+    messages = assembler.assemble(prefix, ChatMessage(role="user", content=text), [])
+    return PlanRequest(messages=messages, tools=tools, kinds=kinds)
+
+
+async def test_output_cut_by_max_tokens_is_a_typed_error(test_gguf):
+    short = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=4), n_ctx=2048)
+    try:
+        with pytest.raises(PlannerOutputError, match="cut at max_tokens=4") as info:
+            await short.plan(await _request(short))
+        assert info.value.turn.completion_tokens == 4
+    finally:
+        await short.aclose()
+
+
+async def test_cancel_mid_generation_stops_the_thread(planner):
+    request = await _request(planner, "Write a very long note about everything you know, then finish.")
+    task_ = asyncio.create_task(planner.plan(request))
+    await asyncio.sleep(0.05)
+    task_.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task_
+    out = await planner.plan(await _request(planner))  # still usable afterwards
+    assert out.action.kind in {"tool_call", "ask_user", "refuse", "finish"}
+
+
+async def test_corrupt_gguf_is_rejected(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\x00" * 64)
+    planner = LlamaCppPlanner(bad)
+    with pytest.raises(ModelIntegrityError, match="could not load"):
+        await planner.load()
+    with pytest.raises(ModelIntegrityError):
+        LlamaCppPlanner(tmp_path / "missing.gguf")
