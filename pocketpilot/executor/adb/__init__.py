@@ -1,0 +1,26 @@
+"""Drive Android devices over adb (adbutils + uiautomator2) as a pocketpilot Executor."""
+
+from __future__ import annotations
+
+from ._errors import DeviceOutputError
+from .devices import DeviceInfo, alist_devices, connect_device, list_devices
+from .executor import AdbExecutor, AdbExecutorConfig, DeviceHealth, ShellResult
+from .journal import ActionJournal, JournalEntry
+from .screen import Element, Screen, parse_screen
+
+__all__ = [
+    "ActionJournal",
+    "AdbExecutor",
+    "AdbExecutorConfig",
+    "DeviceHealth",
+    "DeviceInfo",
+    "DeviceOutputError",
+    "Element",
+    "JournalEntry",
+    "Screen",
+    "ShellResult",
+    "alist_devices",
+    "connect_device",
+    "list_devices",
+    "parse_screen",
+]

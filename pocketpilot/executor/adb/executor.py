@@ -1,0 +1,778 @@
+"""AdbExecutor: drive a real (or simulated) Android phone through adbutils and uiautomator2.
+
+Both libraries are synchronous; every device call runs in a worker thread (never orphaned on
+cancellation), one device at a time per executor, so several executors - one per phone - run
+side by side on one event loop. Tool names and result shapes match the sandbox phone's where
+the semantics match (``set_wifi`` -> ``{"wifi": true}``), so the same task and verifier run
+against the sandbox, the simulated phone and a real phone.
+
+Failures: a tool that cannot do its job returns ``ok=False`` with a code; a device that is gone
+(after reconnect attempts), unauthorized, unknown or too slow raises a
+:class:`~pocketpilot.errors.DeviceError` subclass. Every action is journaled under an
+idempotency key; one that may have reached the phone before the connection dropped is never
+sent again (see :mod:`.journal`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import logging
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import adbutils
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ...contracts import ToolCall, ToolResult, ToolSpec
+from ...errors import (
+    DeviceError,
+    DeviceOfflineError,
+    DeviceTimeout,
+    DeviceUnauthorizedError,
+    ToolFailure,
+    UnknownDeviceError,
+)
+from ..tools import Tool, ToolRegistry, tool
+from ._errors import DeviceOutputError, adb_errors
+from .devices import connect_device, is_network_serial, list_devices
+from .journal import ActionJournal
+from .screen import Element, Screen, parse_screen
+
+__all__ = ["AdbExecutor", "AdbExecutorConfig", "DeviceHealth", "ShellResult"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+RING_MODES = {"0": "silent", "1": "vibrate", "2": "normal"}
+_RING_CODES = {v: k for k, v in RING_MODES.items()}
+_NUMBER = re.compile(r"^\+?[\d\s().-]{3,}$")
+LABELS = {
+    "com.android.settings": "Settings",
+    "com.google.android.apps.messaging": "Messages",
+    "com.google.android.keep": "Notes",
+    "com.google.android.contacts": "Contacts",
+    "com.google.android.deskclock": "Clock",
+    "com.google.android.calendar": "Calendar",
+    "com.google.android.apps.fitness": "Fit",
+    "com.google.android.calculator": "Calculator",
+    "com.google.android.GoogleCamera": "Camera",
+    "com.android.chrome": "Chrome",
+    "com.google.android.apps.maps": "Maps",
+    "com.spotify.music": "Spotify",
+    "com.google.android.youtube": "YouTube",
+    "com.android.launcher3": "Home",
+}
+"""Labels of well-known packages: adb cannot read app labels without aapt on the device."""
+
+
+@dataclass(frozen=True)
+class AdbExecutorConfig:
+    """Timeouts and reconnect policy."""
+
+    shell_timeout_s: float = 15.0
+    """Socket timeout of one adb call; a slower phone raises DeviceTimeout."""
+    reconnect_attempts: int = 5
+    reconnect_base_delay_s: float = 0.2
+    reconnect_max_delay_s: float = 3.0
+    connect_timeout_s: float = 5.0
+    u2_port: int = 9008
+
+
+class ShellResult(BaseModel):
+    """Output and exit code of one shell command."""
+
+    model_config = ConfigDict(frozen=True)
+
+    output: str
+    exit_code: int
+
+
+class DeviceHealth(BaseModel):
+    """Result of a health check."""
+
+    model_config = ConfigDict(frozen=True)
+
+    serial: str
+    online: bool
+    state: str
+    latency_ms: float | None = None
+    ui_server: bool = False
+    detail: str = ""
+
+
+class AdbExecutor:
+    """The :class:`~pocketpilot.harness.base.Executor` for one Android device over adb.
+
+    Args:
+        serial: adb serial, or ``host:port`` of a network device (connected on demand).
+        client: an adbutils client; default: the adb server at ``adb_host:adb_port``.
+        adb_host: adb server host when no client is given.
+        adb_port: adb server port; default ``$ANDROID_ADB_SERVER_PORT`` or 5037, read now
+            (adbutils' global client reads it once at import time).
+        config: timeouts and reconnect policy.
+        journal: an action journal to share or persist; default a private in-memory one.
+    """
+
+    def __init__(
+        self,
+        serial: str,
+        *,
+        client: adbutils.AdbClient | None = None,
+        adb_host: str = "127.0.0.1",
+        adb_port: int | None = None,
+        config: AdbExecutorConfig | None = None,
+        journal: ActionJournal | None = None,
+    ) -> None:
+        self.serial = serial
+        if client is None:
+            port = (
+                adb_port if adb_port is not None else int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
+            )
+            client = adbutils.AdbClient(host=adb_host, port=port)
+        self._client = client
+        self._config = config or AdbExecutorConfig()
+        self.journal = journal if journal is not None else ActionJournal()
+        self._dev: adbutils.AdbDevice | None = None
+        self._u2dev: Any = None
+        self._screen: Screen | None = None
+        self._seen_online = False
+        self._needs_reconnect = False
+        self._device_lock = threading.RLock()  # one device call at a time, across worker threads
+        self._registry = ToolRegistry.from_object(self)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def connect(self) -> AdbExecutor:
+        """Resolve the device (``adb connect`` for host:port) and check it answers.
+
+        Raises:
+            UnknownDeviceError, DeviceUnauthorizedError, DeviceOfflineError, DeviceTimeout
+        """
+        await self._run_sync(self._connect_sync)
+        return self
+
+    def _connect_sync(self) -> None:
+        with self._device_lock:
+            with adb_errors(self.serial, known=self._seen_online):
+                if self._needs_reconnect and is_network_serial(self.serial):
+                    states = {d.serial: d.state for d in list_devices(self._client)}
+                    if states.get(self.serial) not in {None, "device"}:
+                        self._client.disconnect(self.serial)
+                self._dev = connect_device(
+                    self._client, self.serial, timeout_s=self._config.connect_timeout_s
+                )
+                probe = self._dev.shell2("echo ok", timeout=self._config.shell_timeout_s)
+            if probe.output.strip() != "ok":
+                raise DeviceOutputError(self.serial, "echo ok", probe.output)
+            self._u2dev = None
+            self._seen_online = True
+            self._needs_reconnect = False
+
+    async def reconnect(self) -> None:
+        """Reconnect with exponential backoff.
+
+        Raises:
+            DeviceUnauthorizedError: at once (waiting does not help without the user).
+            DeviceOfflineError: the device did not come back after the configured attempts.
+        """
+        cfg = self._config
+        delay, last = cfg.reconnect_base_delay_s, None
+        self._needs_reconnect = True
+        for attempt in range(1, cfg.reconnect_attempts + 1):
+            try:
+                await self._run_sync(self._connect_sync)
+                logger.info("%s: reconnected (attempt %d)", self.serial, attempt)
+                return
+            except (DeviceUnauthorizedError, UnknownDeviceError) as exc:
+                if isinstance(exc, UnknownDeviceError) and is_network_serial(self.serial):
+                    last = exc
+                else:
+                    raise
+            except DeviceError as exc:
+                last = exc
+            logger.info(
+                "%s: reconnect attempt %d failed (%s); retrying in %.1fs", self.serial, attempt, last, delay
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, cfg.reconnect_max_delay_s)
+        raise DeviceOfflineError(
+            self.serial, f"device did not come back after {cfg.reconnect_attempts} reconnect attempts: {last}"
+        ) from last
+
+    async def aclose(self) -> None:
+        """Stop the uiautomator2 server session this executor started."""
+        u2dev, self._u2dev = self._u2dev, None
+        if u2dev is not None:
+            await self._run_sync(_stop_u2, u2dev)
+
+    async def __aenter__(self) -> AdbExecutor:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking device code in a worker thread; on cancellation wait for it, never orphan it."""
+        fut = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            await asyncio.wait({fut})
+            raise
+
+    # ------------------------------------------------------------------ device primitives (sync)
+
+    def _device(self) -> adbutils.AdbDevice:
+        if self._dev is None:
+            self._connect_sync()
+        assert self._dev is not None
+        return self._dev
+
+    def _sh(self, cmd: str | list[str], *, timeout_s: float | None = None) -> ShellResult:
+        with self._device_lock, adb_errors(self.serial, known=self._seen_online):
+            ret = self._device().shell2(cmd, timeout=timeout_s or self._config.shell_timeout_s, v2=True)
+        return ShellResult(output=ret.output, exit_code=ret.returncode)
+
+    def _u2(self) -> Any:
+        with self._device_lock:
+            if self._u2dev is None:
+                import uiautomator2
+
+                with adb_errors(self.serial, known=self._seen_online):
+                    self._u2dev = uiautomator2.connect(self._device(), port=self._config.u2_port)
+            return self._u2dev
+
+    def _ui(self, fn: Callable[[Any], T]) -> T:
+        with self._device_lock, adb_errors(self.serial, known=self._seen_online):
+            return fn(self._u2())
+
+    def _click_once(self, x: float, y: float) -> None:
+        """A click sent exactly once.
+
+        uiautomator2's ``jsonrpc_call`` answers an HTTP error by restarting its server and
+        *re-sending the call*; for a tap that may already have landed (the reply was lost, not
+        the request) that is a double tap. Non-idempotent taps go through the lower-level call
+        with no retry, and a failure surfaces as DeviceOfflineError for the journal to handle.
+        """
+        self._rpc_once("click", [x, y])
+
+    def _rpc_once(self, method: str, params: list[Any]) -> Any:
+        """One uiautomator2 JSON-RPC call with no restart-and-resend on failure."""
+        from uiautomator2.core import _jsonrpc_call
+
+        return self._ui(
+            lambda d: _jsonrpc_call(d.adb_device, self._config.u2_port, method, params, 10.0, False)
+        )
+
+    def _screen_sync(self) -> Screen:
+        xml = self._ui(lambda d: d.dump_hierarchy())
+        try:
+            screen = parse_screen(xml)
+        except (ValueError, SyntaxError) as exc:
+            raise DeviceOutputError(self.serial, "dumpWindowHierarchy", xml) from exc
+        self._screen = screen
+        return screen
+
+    def _setting(self, namespace: str, key: str) -> str | None:
+        out = self._sh(["settings", "get", namespace, key]).output.strip()
+        return None if out == "null" else out
+
+    def _put(self, namespace: str, key: str, value: str) -> None:
+        res = self._sh(["settings", "put", namespace, key, value])
+        if res.exit_code != 0:
+            raise ToolFailure(
+                "device_refused", f"settings put {namespace} {key} failed: {res.output.strip()}"
+            )
+
+    # ------------------------------------------------------------------ public async API
+
+    def tools(self) -> list[ToolSpec]:
+        """Every tool this executor offers."""
+        return self._registry.tools()
+
+    async def shell(self, cmd: str | list[str], *, timeout_s: float | None = None) -> ShellResult:
+        """Run a shell command (not journaled: for reads and diagnostics)."""
+        return await self._run_sync(self._sh, cmd, timeout_s=timeout_s)
+
+    async def observe(self) -> Screen:
+        """The current screen as an indexed element list (what the planner reads)."""
+        return await self._run_sync(self._screen_sync)
+
+    async def screenshot(self) -> bytes:
+        """A PNG of the screen (``screencap -p``)."""
+
+        def grab() -> bytes:
+            with self._device_lock, adb_errors(self.serial, known=self._seen_online):
+                image = self._device().screenshot()
+            buf = io.BytesIO()
+            image.save(buf, format="PNG")
+            return buf.getvalue()
+
+        return await self._run_sync(grab)
+
+    async def health(self) -> DeviceHealth:
+        """Whether the device is listed, answers a shell round trip, and has its UI server up."""
+
+        def check() -> DeviceHealth:
+            try:
+                states = {d.serial: d.state for d in list_devices(self._client)}
+            except DeviceError as exc:
+                return DeviceHealth(serial=self.serial, online=False, state="no-adb-server", detail=str(exc))
+            state = states.get(self.serial, "missing")
+            if state != "device":
+                return DeviceHealth(serial=self.serial, online=False, state=state)
+            start = time.perf_counter()
+            try:
+                self._sh("echo ok", timeout_s=min(5.0, self._config.shell_timeout_s))
+            except DeviceError as exc:
+                return DeviceHealth(serial=self.serial, online=False, state=state, detail=str(exc))
+            latency = (time.perf_counter() - start) * 1000
+            return DeviceHealth(
+                serial=self.serial,
+                online=True,
+                state=state,
+                latency_ms=round(latency, 2),
+                ui_server=self._u2dev is not None,
+            )
+
+        return await self._run_sync(check)
+
+    async def call(self, call: ToolCall, *, idempotency_key: str | None = None) -> ToolResult:
+        """Run one tool call under an idempotency key (fresh unless the caller retries one).
+
+        A non-idempotent action that may have reached the phone before the connection dropped
+        is not resent: the device is reconnected and ``outcome_unknown`` comes back, so the
+        planner looks at the screen instead of sending a message twice. Idempotent actions are
+        retried once after the reconnect.
+
+        Raises:
+            DeviceError: the device is gone for good, unauthorized, unknown or timed out.
+        """
+        if call.name not in self._registry:
+            return ToolResult.failure(
+                "unknown_tool", f"no tool named {call.name!r}; available: {', '.join(self._registry.names())}"
+            )
+        t = self._registry[call.name]
+        try:
+            parsed = t.args_model.model_validate(call.arguments)
+        except ValidationError as exc:
+            msg = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or '(arguments)'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            return ToolResult.failure("invalid_arguments", f"{call.name}: {msg}")
+        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        key = idempotency_key or uuid.uuid4().hex
+        previous = self.journal.get(key)
+        if previous is not None:
+            if previous.state == "done" and previous.result is not None:
+                return previous.result
+            if previous.state in {"uncertain", "pending"} and not previous.idempotent:
+                return _outcome_unknown(call.name)
+        if self._needs_reconnect:
+            await self.reconnect()
+        self.journal.begin(key, self.serial, call.name, call.arguments, t.idempotent)
+        for attempt in (1, 2):
+            try:
+                result = await self._run_sync(self._invoke, t, kwargs)
+            except DeviceOfflineError:
+                self.journal.mark_uncertain(key)
+                self._needs_reconnect = True
+                logger.warning("%s: device dropped during %s (attempt %d)", self.serial, call.name, attempt)
+                await self.reconnect()  # raises when the device is gone for good
+                if not t.idempotent:
+                    return _outcome_unknown(call.name)
+                if attempt == 2:
+                    raise
+                self.journal.begin(key, self.serial, call.name, call.arguments, t.idempotent)
+                continue
+            except DeviceTimeout:
+                self.journal.mark_uncertain(key)
+                raise
+            except (DeviceUnauthorizedError, UnknownDeviceError):
+                self.journal.mark_failed(key)
+                raise
+            self.journal.finish(key, result)
+            return result
+        raise AssertionError("unreachable")
+
+    def _invoke(self, t: Tool, kwargs: dict[str, Any]) -> ToolResult:
+        try:
+            value = t(**kwargs)
+        except ToolFailure as failure:
+            return ToolResult.failure(failure.code, failure.message, failure.data)
+        except DeviceOutputError as exc:
+            return ToolResult.failure("malformed_output", str(exc))
+        except (ValueError, TypeError, LookupError) as exc:
+            if isinstance(exc, DeviceError):
+                raise
+            return ToolResult.failure("invalid_arguments", f"{t.name}: {exc}")
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json")
+        return value if isinstance(value, ToolResult) else ToolResult.success(value)
+
+    # ------------------------------------------------------------------ tools: settings
+
+    def _int_setting(self, namespace: str, key: str, default: int) -> int:
+        raw = self._setting(namespace, key)
+        if raw is None:
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise DeviceOutputError(self.serial, f"settings get {namespace} {key}", raw) from None
+
+    @tool
+    def get_settings(self) -> dict[str, Any]:
+        """Read the current system settings (wifi, bluetooth, do_not_disturb, brightness, ring_mode)."""
+        script = (
+            "settings get global wifi_on; settings get global bluetooth_on; settings get global zen_mode; "
+            "settings get system screen_brightness; settings get global mode_ringer"
+        )
+        res = self._sh(script)
+        lines = [ln.strip() for ln in res.output.strip().splitlines()]
+        try:
+            if len(lines) != 5:
+                raise ValueError(f"expected 5 lines, got {len(lines)}")
+            wifi, bt, zen, bright, ring = (None if v == "null" else v for v in lines)
+            return {
+                "wifi": int(wifi or 0) != 0,
+                "bluetooth": int(bt or 0) != 0,
+                "do_not_disturb": int(zen or 0) != 0,
+                "brightness": round(int(bright or 0) * 100 / 255),
+                "ring_mode": RING_MODES.get(ring or "2", "normal"),
+            }
+        except ValueError as exc:
+            raise DeviceOutputError(self.serial, "settings get (batch)", res.output) from exc
+
+    def _toggle(self, service: str, key: str, enabled: bool) -> None:
+        self._sh(["svc", service, "enable" if enabled else "disable"])
+        if self._setting("global", key) != ("1" if enabled else "0"):
+            self._put("global", key, "1" if enabled else "0")
+
+    @tool
+    def set_wifi(self, enabled: bool) -> dict[str, Any]:
+        """Turn Wi-Fi on or off.
+
+        Args:
+            enabled: True to turn Wi-Fi on.
+        """
+        self._toggle("wifi", "wifi_on", enabled)
+        return {"wifi": enabled}
+
+    @tool
+    def set_bluetooth(self, enabled: bool) -> dict[str, Any]:
+        """Turn Bluetooth on or off.
+
+        Args:
+            enabled: True to turn Bluetooth on.
+        """
+        self._toggle("bluetooth", "bluetooth_on", enabled)
+        return {"bluetooth": enabled}
+
+    @tool
+    def set_do_not_disturb(self, enabled: bool) -> dict[str, Any]:
+        """Turn do-not-disturb on or off.
+
+        Args:
+            enabled: True to silence notifications.
+        """
+        self._put("global", "zen_mode", "1" if enabled else "0")
+        return {"do_not_disturb": enabled}
+
+    @tool
+    def set_brightness(
+        self, level: int = Field(ge=0, le=100, description="Brightness from 0 to 100.")
+    ) -> dict[str, Any]:
+        """Set screen brightness in percent.
+
+        Args:
+            level: Brightness from 0 to 100.
+        """
+        self._put("system", "screen_brightness_mode", "0")
+        self._put("system", "screen_brightness", str(round(level * 255 / 100)))
+        return {"brightness": level}
+
+    @tool
+    def set_ring_mode(self, mode: Literal["normal", "vibrate", "silent"]) -> dict[str, Any]:
+        """Set the ring mode: normal, vibrate or silent.
+
+        Args:
+            mode: The new ring mode.
+        """
+        self._put("global", "mode_ringer", _RING_CODES[mode])
+        return {"ring_mode": mode}
+
+    # ------------------------------------------------------------------ tools: apps
+
+    def _packages(self) -> list[str]:
+        res = self._sh(["pm", "list", "packages"])
+        pkgs = [
+            ln.strip()[len("package:") :]
+            for ln in res.output.splitlines()
+            if ln.strip().startswith("package:")
+        ]
+        if not pkgs and res.output.strip():
+            raise DeviceOutputError(self.serial, "pm list packages", res.output)
+        return pkgs
+
+    def _foreground(self) -> tuple[str, str]:
+        with self._device_lock, adb_errors(self.serial, known=self._seen_online):
+            info = self._device().app_current()
+        return info.package, info.activity
+
+    @tool
+    def launch_app(
+        self,
+        app: str = Field(
+            min_length=1,
+            max_length=100,
+            description="App name (e.g. Spotify) or package (e.g. com.spotify.music).",
+        ),
+    ) -> dict[str, Any]:
+        """Open an app by name or package name.
+
+        Args:
+            app: App name (e.g. Spotify) or package (e.g. com.spotify.music).
+        """
+        wanted = app.strip().lower()
+        packages = self._packages()
+        by_label = {label.lower(): pkg for pkg, label in LABELS.items()}
+        package = next((p for p in packages if p.lower() == wanted), None) or (
+            by_label.get(wanted) if by_label.get(wanted) in packages else None
+        )
+        if package is None:
+            raise ToolFailure("not_found", f"no installed app named {app!r}")
+        res = self._sh(["monkey", "-p", package, "-c", "android.intent.category.LAUNCHER", "1"])
+        if "No activities found" in res.output or "monkey aborted" in res.output:
+            raise ToolFailure("not_launchable", f"{package} has no launcher activity")
+        return {"foreground": package, "label": LABELS.get(package, package.rsplit(".", 1)[-1].capitalize())}
+
+    @tool
+    def get_foreground_app(self) -> dict[str, Any]:
+        """Read which app is in front (package and name)."""
+        package, _ = self._foreground()
+        return {"package": package, "label": LABELS.get(package, package.rsplit(".", 1)[-1].capitalize())}
+
+    @tool
+    def list_apps(self) -> list[dict[str, str]]:
+        """List installed apps (name and package)."""
+        return [
+            {"label": LABELS.get(p, p.rsplit(".", 1)[-1].capitalize()), "package": p}
+            for p in self._packages()
+        ]
+
+    # ------------------------------------------------------------------ tools: SMS
+
+    def _compose(self, to: str, body: str) -> None:
+        if not _NUMBER.match(to.strip()):
+            raise ToolFailure("invalid_arguments", "on a device, 'to' must be a phone number")
+        res = self._sh(
+            [
+                "am",
+                "start",
+                "-a",
+                "android.intent.action.SENDTO",
+                "-d",
+                f"sms:{to.strip()}",
+                "--es",
+                "sms_body",
+                body,
+                "--ez",
+                "exit_on_sent",
+                "true",
+            ]
+        )
+        errors = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+        if errors:  # am start exits 0 even when nothing handles the intent
+            raise ToolFailure("no_sms_app", errors[0])
+
+    @tool
+    def compose_sms(
+        self,
+        to: str = Field(min_length=1, max_length=80, description="A phone number."),
+        body: str = Field(min_length=1, max_length=480, description="The message text."),
+    ) -> dict[str, Any]:
+        """Open the SMS app with a message to a number filled in, without sending it.
+
+        Args:
+            to: A phone number.
+            body: The message text.
+        """
+        self._compose(to, body)
+        return {"to": to.strip(), "status": "composed"}
+
+    @tool(destructive=True)
+    def send_sms(
+        self,
+        to: str = Field(min_length=1, max_length=80, description="A phone number."),
+        body: str = Field(min_length=1, max_length=480, description="The message text."),
+    ) -> dict[str, Any]:
+        """Send an SMS to a phone number (composes it by intent and taps Send).
+
+        Args:
+            to: A phone number.
+            body: The message text.
+        """
+        self._compose(to, body)
+        screen = self._screen_sync()
+        button = next(
+            (
+                e
+                for e in screen.elements
+                if "send_message_button" in e.resource_id or e.content_desc.lower().startswith("send")
+            ),
+            None,
+        )
+        if button is None:
+            raise ToolFailure("send_button_missing", "the compose screen has no Send button")
+        self._click_once(*button.center)
+        return {"to": to.strip(), "number": to.strip(), "status": "sent"}
+
+    # ------------------------------------------------------------------ tools: generic UI
+
+    @tool
+    def read_screen(self) -> dict[str, Any]:
+        """Read the current screen as a numbered list of elements (use the numbers with tap_element)."""
+        screen = self._screen_sync()
+        return {"package": screen.package, "elements": [e.line() for e in screen.elements]}
+
+    def _target(self, index: int | None, resource_id: str | None, text: str | None) -> Element:
+        if index is None and resource_id is None and text is None:
+            raise ToolFailure("invalid_arguments", "give index, resource_id or text")
+        screen = self._screen if (index is not None and self._screen is not None) else self._screen_sync()
+        element = screen.find(index=index, resource_id=resource_id, text=text)
+        if element is None:
+            raise ToolFailure(
+                "element_not_found", "no element matches; call read_screen for the current list"
+            )
+        return element
+
+    @tool(idempotent=False)
+    def tap_element(
+        self,
+        index: int | None = Field(None, ge=0, description="Element number from read_screen."),
+        resource_id: str | None = Field(None, max_length=200, description="Resource id, e.g. switch_wifi."),
+        text: str | None = Field(None, max_length=200, description="Visible text or description."),
+    ) -> dict[str, Any]:
+        """Tap an element of the screen, chosen by number, resource id or text.
+
+        Args:
+            index: Element number from read_screen.
+            resource_id: Resource id, e.g. switch_wifi.
+            text: Visible text or description.
+        """
+        element = self._target(index, resource_id, text)
+        self._click_once(*element.center)
+        self._screen = None  # indices are stale once the screen may have changed
+        return {"tapped": element.line()}
+
+    @tool(idempotent=False)
+    def tap(self, x: int = Field(ge=0, le=10000), y: int = Field(ge=0, le=10000)) -> dict[str, Any]:
+        """Tap the screen at pixel coordinates.
+
+        Args:
+            x: Horizontal pixel.
+            y: Vertical pixel.
+        """
+        self._click_once(x, y)
+        self._screen = None
+        return {"tapped": [x, y]}
+
+    @tool(idempotent=False)
+    def type_text(
+        self,
+        text: str = Field(min_length=1, max_length=1000, description="Text to type."),
+        index: int | None = Field(None, ge=0, description="Field to type into (element number)."),
+        resource_id: str | None = Field(
+            None, max_length=200, description="Field to type into (resource id)."
+        ),
+    ) -> dict[str, Any]:
+        """Type text into the focused field, or into a field chosen by number or resource id.
+
+        Args:
+            text: Text to type.
+            index: Field to type into (element number).
+            resource_id: Field to type into (resource id).
+        """
+        if index is not None or resource_id is not None:
+            element = self._target(index, resource_id, None)
+            self._click_once(*element.center)
+        self._ui(lambda d: d.jsonrpc.setClipboard(None, text))  # idempotent: safe to retry
+        self._rpc_once("pasteClipboard", [])  # the part that types: sent once
+        self._screen = None
+        return {"typed": text}
+
+    @tool(idempotent=False)
+    def scroll(
+        self,
+        direction: Literal["up", "down"] = "down",
+        amount: float = Field(0.5, gt=0.0, le=0.9, description="Share of the screen height."),
+    ) -> dict[str, Any]:
+        """Scroll the current screen.
+
+        Args:
+            direction: down shows what is below, up what is above.
+            amount: Share of the screen height.
+        """
+
+        def swipe(d: Any) -> None:
+            w, h = d.window_size()
+            top, bottom = int(h * (0.5 - amount / 2)), int(h * (0.5 + amount / 2))
+            y1, y2 = (bottom, top) if direction == "down" else (top, bottom)
+            d.swipe(w // 2, y1, w // 2, y2, 0.2)
+
+        self._ui(swipe)
+        self._screen = None
+        return {"scrolled": direction}
+
+    @tool(idempotent=False)
+    def press_back(self) -> dict[str, Any]:
+        """Press the Back key."""
+        self._ui(lambda d: d.press("back"))
+        self._screen = None
+        return {"pressed": "back"}
+
+    @tool
+    def press_home(self) -> dict[str, Any]:
+        """Go to the home screen."""
+        self._ui(lambda d: d.press("home"))
+        self._screen = None
+        return {"pressed": "home"}
+
+    @tool
+    def take_screenshot(self) -> dict[str, Any]:
+        """Take a screenshot (PNG, base64); only when the element list is not enough."""
+        with self._device_lock, adb_errors(self.serial, known=self._seen_online):
+            image = self._device().screenshot()
+        buf = io.BytesIO()
+        image.save(buf, format="PNG")
+        return {
+            "width": image.width,
+            "height": image.height,
+            "png_base64": base64.b64encode(buf.getvalue()).decode(),
+        }
+
+
+def _outcome_unknown(name: str) -> ToolResult:
+    return ToolResult.failure(
+        "outcome_unknown",
+        f"the device dropped while {name} was being sent; it was not sent again because it is not safe "
+        "to repeat. Read the screen to see whether it took effect.",
+    )
+
+
+def _stop_u2(u2dev: Any) -> None:
+    try:
+        u2dev.stop_uiautomator(wait=False)
+    except Exception as exc:  # noqa: BLE001 - best effort at shutdown, logged
+        logger.debug("stopping uiautomator2 failed: %s", exc)

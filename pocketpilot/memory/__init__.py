@@ -1,0 +1,58 @@
+"""Five-tier persistent memory: hybrid BM25 + vector retrieval with provenance and access control.
+
+Tiers: ``user`` (profile, preferences), ``episodic`` (what happened), ``long_term``
+(consolidated facts), ``prospective`` (pending intents), ``review`` (candidates and conflicts).
+Lifecycle: capture → verify → index → retrieve → consolidate → revise. Storage: one SQLite
+file per store (apsw + sqlite-vec + FTS5, WAL). See DESIGN.md and issue 3.
+"""
+
+from __future__ import annotations
+
+from .access import SHARED_OWNER, AccessPolicy, Caller
+from .consolidate import ConsolidationReport, Consolidator, consolidate
+from .embedders import Embedder, OnnxMiniLMEmbedder, SentenceTransformerEmbedder, load_default_embedder
+from .errors import EmbedderUnavailableError, MemoryContentError, MemoryFileError
+from .export import scrub_episode
+from .models import (
+    TIERS,
+    MemoryCandidate,
+    MemoryItem,
+    Provenance,
+    SearchFilters,
+    SearchHit,
+    Tier,
+    WriteResult,
+)
+from .redaction import Redactor
+from .session import SessionMemory
+from .store import SqliteMemory
+from .verify import VerifyPolicy
+
+__all__ = [
+    "SHARED_OWNER",
+    "TIERS",
+    "AccessPolicy",
+    "Caller",
+    "ConsolidationReport",
+    "Consolidator",
+    "Embedder",
+    "EmbedderUnavailableError",
+    "MemoryCandidate",
+    "MemoryContentError",
+    "MemoryFileError",
+    "MemoryItem",
+    "OnnxMiniLMEmbedder",
+    "Provenance",
+    "Redactor",
+    "SearchFilters",
+    "SearchHit",
+    "SentenceTransformerEmbedder",
+    "SessionMemory",
+    "SqliteMemory",
+    "Tier",
+    "VerifyPolicy",
+    "WriteResult",
+    "consolidate",
+    "load_default_embedder",
+    "scrub_episode",
+]

@@ -1,0 +1,223 @@
+"""The SQLite connection: apsw + sqlite-vec + FTS5, WAL, explicit transactions, migrations.
+
+The stdlib ``sqlite3`` of the target Pythons cannot load extensions, so the store talks to
+SQLite through apsw, which is not DB-API: nothing happens in a transaction unless we say
+``BEGIN``. Every write goes through :meth:`Database.transaction` (``BEGIN IMMEDIATE``, so a
+second process waits on the busy timeout instead of failing mid-transaction).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import sqlite_vec
+
+from ..errors import MemorySchemaError, MemoryStoreError
+from .errors import MemoryFileError
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Database"]
+
+logger = logging.getLogger(__name__)
+
+APPLICATION_ID = 0x50504D31  # "PPM1": marks a file as a pocketpilot memory store
+BUSY_TIMEOUT_MS = 10_000
+
+_V1 = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE items(
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    tier TEXT NOT NULL CHECK (tier IN ('user','episodic','long_term','prospective','review')),
+    proposed_tier TEXT,
+    category TEXT,
+    key TEXT,
+    content TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active','superseded','candidate','rejected')),
+    importance REAL NOT NULL,
+    trust REAL NOT NULL,
+    source TEXT NOT NULL,
+    session_id TEXT,
+    step INTEGER,
+    observed_at REAL NOT NULL,
+    evidence TEXT,
+    created_at REAL NOT NULL,
+    state TEXT CHECK (state IS NULL OR state IN ('pending','done','cancelled')),
+    due_at REAL,
+    due_condition TEXT,
+    supersedes TEXT,
+    superseded_by TEXT,
+    conflicts_with TEXT,
+    review_reason TEXT,
+    consolidated_into TEXT,
+    recall_count INTEGER NOT NULL DEFAULT 0,
+    last_recalled_at REAL,
+    has_vector INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX items_owner_tier ON items(owner, tier, status);
+CREATE INDEX items_owner_key ON items(owner, key) WHERE key IS NOT NULL;
+CREATE INDEX items_owner_hash ON items(owner, content_hash);
+CREATE INDEX items_no_vector ON items(has_vector) WHERE has_vector = 0;
+CREATE VIRTUAL TABLE items_fts USING fts5(
+    content, category, content='items', content_rowid='rid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER items_ai AFTER INSERT ON items BEGIN
+    INSERT INTO items_fts(rowid, content, category) VALUES (new.rid, new.content, new.category);
+END;
+CREATE TRIGGER items_ad AFTER DELETE ON items BEGIN
+    INSERT INTO items_fts(items_fts, rowid, content, category)
+        VALUES ('delete', old.rid, old.content, old.category);
+END;
+CREATE TRIGGER items_au AFTER UPDATE OF content, category ON items BEGIN
+    INSERT INTO items_fts(items_fts, rowid, content, category)
+        VALUES ('delete', old.rid, old.content, old.category);
+    INSERT INTO items_fts(rowid, content, category) VALUES (new.rid, new.content, new.category);
+END;
+CREATE TABLE recalls(
+    session_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (session_id, content_hash)
+);
+CREATE TABLE deleted(id TEXT PRIMARY KEY, owner TEXT NOT NULL, deleted_at REAL NOT NULL);
+"""
+
+Migration = Callable[[apsw.Connection], None]
+
+
+def _v1(conn: apsw.Connection) -> None:
+    conn.execute(_V1)
+
+
+MIGRATIONS: list[Migration] = [_v1]
+"""``MIGRATIONS[i]`` moves a store from ``user_version`` i to i + 1. Append, never edit."""
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class Database:
+    """One store file: an apsw connection with sqlite-vec loaded, guarded by a lock.
+
+    apsw refuses concurrent use of one connection from two threads, and the async facade
+    runs calls on worker threads, so every use holds ``lock``.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        """Open (creating if needed) and migrate the store at ``path``.
+
+        Raises:
+            MemoryFileError: Not a SQLite file, corrupt, or another application's database.
+            MemorySchemaError: Written by a newer pocketpilot (``user_version`` too high).
+        """
+        self.path = str(path)
+        self.lock = threading.RLock()
+        try:
+            self.conn = apsw.Connection(self.path)
+        except apsw.Error as exc:
+            raise MemoryFileError(self.path, f"cannot open: {exc}") from exc
+        try:
+            self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
+            self.conn.enable_load_extension(True)
+            self.conn.load_extension(sqlite_vec.loadable_path())
+            self.conn.enable_load_extension(False)
+            self._configure()
+            self._migrate()
+        except MemoryStoreError:
+            self.conn.close()
+            raise
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            self.conn.close()
+            raise MemoryFileError(self.path, f"not a valid SQLite database: {exc}") from exc
+        except apsw.Error as exc:
+            self.conn.close()
+            raise MemoryFileError(self.path, f"cannot initialise: {exc}") from exc
+
+    def _configure(self) -> None:
+        mode = self.scalar("PRAGMA journal_mode=WAL")
+        if self.path != ":memory:" and str(mode).lower() != "wal":
+            logger.warning("%s: journal_mode is %s, not WAL", self.path, mode)
+        # NORMAL in WAL mode loses no committed transaction on a process crash (kill -9),
+        # only possibly the last ones on power loss.
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute("PRAGMA mmap_size=268435456")
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            version = int(self.scalar("PRAGMA user_version"))
+            app_id = int(self.scalar("PRAGMA application_id"))
+            if version == 0:
+                tables = self.scalar("SELECT count(*) FROM sqlite_master")
+                if app_id not in (0, APPLICATION_ID) or tables:
+                    raise MemoryFileError(self.path, "an existing database that is not a pocketpilot store")
+            elif app_id != APPLICATION_ID:
+                raise MemoryFileError(self.path, f"application_id {app_id:#x} is not a pocketpilot store")
+            if version > SCHEMA_VERSION:
+                raise MemorySchemaError(
+                    f"{self.path}: schema version {version} is newer than this pocketpilot "
+                    f"supports ({SCHEMA_VERSION}); upgrade pocketpilot"
+                )
+            for target in range(version, SCHEMA_VERSION):
+                logger.info("%s: migrating memory schema %d -> %d", self.path, target, target + 1)
+                MIGRATIONS[target](self.conn)
+                # PRAGMAs do not take bound parameters; both values are ints we control.
+                self.conn.execute(f"PRAGMA user_version={target + 1}")
+            if version < SCHEMA_VERSION:
+                self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception (nesting uses savepoints)."""
+        with self.lock:
+            if not self.conn.getautocommit():
+                with self.conn:  # apsw: a savepoint inside the open transaction
+                    yield self.conn
+                return
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Any = ()) -> list[Any]:
+        """Run a read and return every row."""
+        with self.lock:
+            return list(self.conn.execute(sql, params))
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        """Run a read and return the first column of the first row (None if none)."""
+        with self.lock:
+            row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def get_meta(self, key: str) -> str | None:
+        """A value from the store's ``meta`` table."""
+        value = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if value is None else str(value)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a ``meta`` value (call inside a transaction)."""
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def integrity_check(self) -> str:
+        """``PRAGMA integrity_check``'s first row (``ok`` when healthy)."""
+        return str(self.scalar("PRAGMA integrity_check"))
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self.lock:
+            self.conn.close()

@@ -1,0 +1,673 @@
+"""``SqliteMemory``: one store file — capture, verify, index, retrieve, revise, inspect, delete.
+
+Synchronous and thread-safe (one lock per file); the async harness adapter
+(:class:`~.session.SessionMemory`) calls it off the event loop. Every public method takes a
+:class:`~.access.Caller` and checks it before touching a row. Several stores may be open at
+once (one per user, one shared); a *shared* store redacts personal details on the way in and
+owns every record as :data:`~.access.SHARED_OWNER`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import MemoryAccessError, MemoryNotFoundError, MemorySchemaError
+from ._db import Database
+from ._rows import COLUMNS, check_content, content_hash, epoch, row_to_item
+from .access import SHARED_OWNER, AccessPolicy, Caller, Operation
+from .embedders import Embedder
+from .errors import MemoryContentError
+from .fts import build_match_query
+from .fusion import FusionWeights, fuse, mmr
+from .models import MemoryCandidate, MemoryItem, SearchFilters, SearchHit, Tier, WriteResult
+from .redaction import Redactor
+from .vectors import VectorIndex, VectorMode
+from .verify import DEFAULT_TRUST, ExistingFact, VerifyDecision, VerifyPolicy, infer_key, verify
+
+__all__ = ["SEARCH_TIERS", "SqliteMemory"]
+
+logger = logging.getLogger(__name__)
+
+SEARCH_TIERS: tuple[Tier, ...] = ("user", "episodic", "long_term", "prospective")
+"""Tiers searched by default; the review tier holds undecided candidates and is opt-in."""
+MAX_K = 50
+
+
+class SqliteMemory:
+    """A memory store in one SQLite file (apsw + sqlite-vec + FTS5)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        access: AccessPolicy,
+        *,
+        embedder: Embedder | None = None,
+        shared: bool = False,
+        vector_mode: VectorMode = "auto",
+        verify_policy: VerifyPolicy | None = None,
+        redactor: Redactor | None = None,
+        weights: FusionWeights | None = None,
+    ) -> None:
+        """Open (create, migrate) the store at ``path``.
+
+        Args:
+            path: The store file (``:memory:`` for a throwaway store).
+            access: Credentials every call is checked against.
+            embedder: Vector backend; None means keyword-only retrieval (logged, and flagged on
+                every result as ``keyword_only``).
+            shared: A shared agent-experience store: writes are redacted and owned by
+                :data:`SHARED_OWNER`.
+            vector_mode: ``auto`` picks exact or bit+rerank by the owner's item count.
+            verify_policy: Verification thresholds.
+            redactor: Redactor for shared stores (default: regex + heuristics, no known names).
+            weights: Fusion weights.
+
+        Raises:
+            MemorySchemaError: Newer schema, foreign or corrupt file, or vectors of another
+                embedder (dimension or model differ).
+            MemoryAccessError: The file was created with other service/admin credentials.
+        """
+        self._db = Database(path)
+        self.path = self._db.path
+        self._access = access
+        self._embedder = embedder
+        self.shared = shared
+        self._policy = verify_policy or VerifyPolicy()
+        self._redactor = redactor or Redactor()
+        self._weights = weights or FusionWeights()
+        self._owner_counts: dict[str, int] = {}
+        self._vectors: VectorIndex | None = None
+        try:
+            self._bind_credentials()
+            self._init_vectors(vector_mode)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _bind_credentials(self) -> None:
+        # The first opener's credentials are bound to the file; opening it later with other
+        # tokens (a forged admin credential on the CLI, say) fails before any read.
+        fingerprint = self._access.fingerprint()
+        with self._db.transaction():
+            stored = self._db.get_meta("access_fingerprint")
+            if stored is None:
+                self._db.set_meta("access_fingerprint", fingerprint)
+            elif stored != fingerprint:
+                raise MemoryAccessError(f"{self.path}: these credentials do not match the store's")
+
+    def _init_vectors(self, mode: VectorMode) -> None:
+        stored_name, stored_dim = self._db.get_meta("embedder"), self._db.get_meta("dim")
+        if self._embedder is None:
+            logger.warning("%s: no embedder, retrieval is keyword-only (BM25)", self.path)
+            if stored_dim is not None:
+                self._vectors = VectorIndex(self._db, int(stored_dim), mode)  # deletes must reach it
+            return
+        name, dim = self._embedder.name, int(self._embedder.dim)
+        if stored_name is not None and (stored_name.split("/")[0] != name.split("/")[0] or int(stored_dim or 0) != dim):
+            raise MemorySchemaError(
+                f"{self.path}: vectors were made by {stored_name} (dim {stored_dim}), not {name} (dim {dim})"
+            )
+        with self._db.transaction():
+            self._db.set_meta("embedder", name)
+            self._db.set_meta("dim", str(dim))
+        self._vectors = VectorIndex(self._db, dim, mode)
+        self.index_missing_vectors()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def keyword_only(self) -> bool:
+        """True when no embedder is available: retrieval uses BM25 alone."""
+        return self._embedder is None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder in use, if any."""
+        return self._embedder
+
+    def close(self) -> None:
+        """Close the file."""
+        self._db.close()
+
+    def __enter__(self) -> SqliteMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ access helpers
+
+    def _owner_for(self, caller: Caller, op: Operation) -> str:
+        owner = SHARED_OWNER if self.shared else caller.subject
+        if owner is None:
+            raise MemoryAccessError(f"an admin must set acting_for to {op} a user's memories")
+        self._access.check(caller, op, owner)
+        return owner
+
+    def _row(self, caller: Caller, item_id: str, op: Operation) -> Any:
+        self._access.authenticate(caller)
+        rows = self._db.query(f"SELECT {COLUMNS} FROM items WHERE id = ?", (str(item_id),))
+        if not rows:
+            raise MemoryNotFoundError(item_id)
+        self._access.check(caller, op, rows[0][2])
+        return rows[0]
+
+    # ------------------------------------------------------------------ capture → verify → index
+
+    def write(self, caller: Caller, candidate: MemoryCandidate) -> WriteResult:
+        """Capture one candidate: validate, (redact), verify, index. See :meth:`write_many`."""
+        return self.write_many(caller, [candidate])[0]
+
+    def write_many(self, caller: Caller, candidates: Sequence[MemoryCandidate]) -> list[WriteResult]:
+        """Capture candidates in one transaction with one embedding batch.
+
+        Each is verified (:func:`.verify.verify`): accepted as authoritative, superseding an
+        older item explicitly, parked in the review tier, or recognised as a duplicate or as
+        recalled material (not new evidence).
+
+        Raises:
+            MemoryAccessError: The caller may not write here.
+            MemoryContentError: Empty, oversized or binary content (nothing is written).
+        """
+        owner = self._owner_for(caller, "write")
+        prepared = [self._prepare(c) for c in candidates]
+        vectors = None
+        if self._embedder is not None and self._vectors is not None and prepared:
+            vectors = self._embedder.embed([c.content for c, _ in prepared])
+        now = time.time()
+        results: list[WriteResult] = []
+        with self._db.transaction():
+            for i, (cand, chash) in enumerate(prepared):
+                vec = None if vectors is None else vectors[i]
+                results.append(self._write_one(owner, cand, chash, vec, now))
+        if any(r.status in ("active", "candidate") for r in results):
+            self._owner_counts.pop(owner, None)
+        return results
+
+    def _prepare(self, cand: MemoryCandidate) -> tuple[MemoryCandidate, str]:
+        content = check_content(cand.content)
+        if self.shared:
+            red = self._redactor.redact(content)
+            if red.changed:
+                logger.info("redacted %s before the shared store", red.counts)
+            evidence = self._redactor.redact(cand.provenance.evidence).text if cand.provenance.evidence else None
+            cand = cand.model_copy(
+                update={"content": red.text, "provenance": cand.provenance.model_copy(update={"evidence": evidence})}
+            )
+        elif content != cand.content:
+            cand = cand.model_copy(update={"content": content})
+        if cand.key is None:
+            cand = cand.model_copy(update={"key": infer_key(cand.content)})
+        return cand, content_hash(cand.content)
+
+    def _write_one(
+        self, owner: str, cand: MemoryCandidate, chash: str, vec: np.ndarray | None, now: float
+    ) -> WriteResult:
+        prov = cand.provenance
+        if prov.recalled or (prov.session_id and self._recalled_in(prov.session_id, chash)):
+            hit = self._db.scalar(
+                "SELECT item_id FROM recalls WHERE content_hash = ? AND owner = ? LIMIT 1", (chash, owner)
+            )
+            existing = hit or self._db.scalar("SELECT id FROM items WHERE owner = ? AND content_hash = ?",
+                                              (owner, chash))
+            if existing:
+                return WriteResult(id=existing, status="recalled", tier=cand.tier,
+                                   reason="recalled into a context earlier; not new evidence")
+        trust = prov.trust if prov.trust is not None else DEFAULT_TRUST[prov.source]
+        observed = prov.observed_at.timestamp() if prov.observed_at else now
+        dup = self._db.query(
+            "SELECT id, content_hash, trust, observed_at FROM items WHERE owner = ? AND content_hash = ? "
+            "AND status IN ('active', 'candidate') AND (tier = ? OR proposed_tier = ?) LIMIT 1",
+            (owner, chash, cand.tier, cand.tier),
+        )
+        same_key: list[ExistingFact] = []
+        if cand.key:
+            rows = self._db.query(
+                "SELECT id, content_hash, trust, observed_at FROM items "
+                "WHERE owner = ? AND key = ? AND tier = ? AND status = 'active'",
+                (owner, cand.key, cand.tier),
+            )
+            same_key = [_fact(r) for r in rows]
+        decision = verify(
+            cand,
+            trust=trust,
+            content_hash=chash,
+            observed_at=datetime.fromtimestamp(observed, tz=timezone.utc),
+            same_key=same_key,
+            same_content=_fact(dup[0]) if dup else None,
+            now=datetime.fromtimestamp(now, tz=timezone.utc),
+            policy=self._policy,
+        )
+        if decision.action == "duplicate":
+            assert decision.target is not None
+            return WriteResult(id=decision.target, status="duplicate", tier=cand.tier, reason=decision.reason)
+        new_id = uuid.uuid4().hex
+        self._insert(new_id, owner, cand, chash, trust, observed, now, decision, vec)
+        if decision.action == "review":
+            return WriteResult(id=new_id, status="candidate", tier="review", reason=decision.reason)
+        if decision.action == "supersede":
+            assert decision.target is not None
+            self._mark_superseded(decision.target, new_id)
+            return WriteResult(id=new_id, status="active", tier=cand.tier, reason=decision.reason,
+                               superseded=decision.target)
+        return WriteResult(id=new_id, status="active", tier=cand.tier)
+
+    def _insert(
+        self, new_id: str, owner: str, cand: MemoryCandidate, chash: str, trust: float, observed: float,
+        now: float, decision: VerifyDecision, vec: np.ndarray | None,
+    ) -> None:
+        review = decision.action == "review"
+        tier = "review" if review else cand.tier
+        prov = cand.provenance
+        conn = self._db.conn
+        conn.execute(
+            "INSERT INTO items(id, owner, tier, proposed_tier, category, key, content, content_hash, status, "
+            "importance, trust, source, session_id, step, observed_at, evidence, created_at, state, due_at, "
+            "due_condition, supersedes, conflicts_with, review_reason, has_vector) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                new_id, owner, tier, cand.tier if review else None, cand.category, cand.key, cand.content,
+                chash, "candidate" if review else "active", cand.importance, trust, prov.source,
+                prov.session_id, prov.step, observed, prov.evidence, now,
+                "pending" if cand.tier == "prospective" else None,
+                epoch(cand.due_at) if cand.due_at else None, cand.due_condition,
+                decision.target if decision.action == "supersede" else None,
+                decision.target if review else None,
+                decision.reason if review else None,
+                int(vec is not None),
+            ),
+        )
+        if vec is not None and self._vectors is not None:
+            rid = int(conn.last_insert_rowid())
+            self._vectors.add(rid, owner, tier, True, vec)
+
+    def _mark_superseded(self, old_id: str, new_id: str) -> None:
+        self._db.conn.execute(
+            "UPDATE items SET status = 'superseded', superseded_by = ? WHERE id = ?", (new_id, old_id)
+        )
+        self._sync_vector_meta(old_id)
+
+    def _sync_vector_meta(self, item_id: str) -> None:
+        if self._vectors is None:
+            return
+        row = self._db.query("SELECT rid, tier, status, has_vector FROM items WHERE id = ?", (item_id,))
+        if row and row[0][3]:
+            rid, tier, status, _ = row[0]
+            self._vectors.update(rid, tier=tier, live=status in ("active", "candidate"))
+
+    def _recalled_in(self, session_id: str, chash: str) -> bool:
+        return bool(self._db.scalar(
+            "SELECT 1 FROM recalls WHERE session_id = ? AND content_hash = ?", (session_id, chash)
+        ))
+
+    def index_missing_vectors(self, batch: int = 256) -> int:
+        """Embed items written while no embedder was available; returns how many were indexed."""
+        if self._embedder is None or self._vectors is None:
+            return 0
+        done = 0
+        while True:
+            rows = self._db.query(
+                "SELECT rid, owner, tier, status, content FROM items WHERE has_vector = 0 LIMIT ?", (batch,)
+            )
+            if not rows:
+                return done
+            vecs = self._embedder.embed([r[4] for r in rows])
+            with self._db.transaction() as conn:
+                for (rid, owner, tier, status, _), vec in zip(rows, vecs):
+                    self._vectors.add(rid, owner, tier, status in ("active", "candidate"), vec)
+                    conn.execute("UPDATE items SET has_vector = 1 WHERE rid = ?", (rid,))
+            done += len(rows)
+
+    # ------------------------------------------------------------------ retrieve
+
+    def search(
+        self, caller: Caller, query: str, *, k: int = 5, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        """Hybrid retrieval of the caller's memories: BM25 + vector, RRF, recency, importance, MMR.
+
+        Any text is a valid query (it is never passed to FTS5 raw); results are evidence with
+        provenance, never instructions.
+
+        Raises:
+            MemoryAccessError: Bad credential or no right to read this owner's memories.
+            MemoryContentError: ``query`` is not text, or ``k`` is out of range.
+        """
+        owner = self._owner_for(caller, "read")
+        if not isinstance(query, str):
+            raise MemoryContentError(f"query must be str, not {type(query).__name__}")
+        if not 1 <= int(k) <= MAX_K:
+            raise MemoryContentError(f"k must be between 1 and {MAX_K}")
+        filters = filters or SearchFilters()
+        tiers = tuple(filters.tiers or SEARCH_TIERS)
+        statuses = ["active", "candidate"] + (["superseded"] if filters.include_superseded else [])
+        where, params = _filter_sql(owner, tiers, statuses, filters)
+        pool = max(50, 5 * k)
+        keyword: list[int] = []
+        match = build_match_query(query.replace("\x00", " "))
+        if match is not None:
+            rows = self._db.query(
+                f"SELECT i.rid FROM items_fts JOIN items i ON i.rid = items_fts.rowid "
+                f"WHERE items_fts MATCH ? AND {where} ORDER BY bm25(items_fts, 1.0, 0.3) LIMIT ?",
+                [match, *params, pool],
+            )
+            keyword = [int(r) for (r,) in rows]
+        vector: list[tuple[int, float]] = []
+        qvec = None
+        if self._embedder is not None and self._vectors is not None and query.strip():
+            qvec = self._embedder.embed([query[:2000]])[0]
+            if owner not in self._owner_counts:
+                self._owner_counts[owner] = self._vectors.count(owner)
+            vector = self._vectors.search(
+                qvec, owner, pool, tiers=tiers, live_only=not filters.include_superseded,
+                owner_count=self._owner_counts[owner],
+            )
+            vector = [(r, c) for r, c in vector if c >= self._weights.min_cosine]
+        rids = list(dict.fromkeys([*keyword, *(r for r, _ in vector)]))
+        if not rids:
+            return []
+        marks = ",".join("?" * len(rids))
+        # The filter again, on the union: owner, tier, status, category and time are enforced
+        # here for both sides, whatever the indexes returned.
+        meta_rows = self._db.query(
+            f"SELECT i.rid, i.observed_at, i.importance, i.content FROM items i WHERE i.rid IN ({marks}) AND {where}",
+            [*rids, *params],
+        )
+        meta = {int(r): (float(t), float(imp)) for r, t, imp, _ in meta_rows}
+        texts = {int(r): str(c) for r, _, _, c in meta_rows}
+        ranked = fuse(keyword, vector, meta, time.time(), self._weights)[: 4 * k]
+        vecs = self._vectors.vectors([c.rid for c in ranked]) if qvec is not None and self._vectors else None
+        picked = mmr(ranked, k, self._weights.mmr_lambda, vecs, texts)
+        items = self._items_by_rid([c.rid for c, _ in picked])
+        hits = []
+        for cand, mmr_score in picked:
+            scores = {"rrf": cand.rrf, "recency": cand.recency, "importance": cand.importance, "mmr": mmr_score}
+            if cand.bm25_rank is not None:
+                scores["bm25_rank"] = float(cand.bm25_rank)
+            if cand.vector_rank is not None:
+                scores["vector_rank"] = float(cand.vector_rank)
+                scores["cosine"] = float(cand.cosine or 0.0)
+            hits.append(SearchHit(item=items[cand.rid], score=cand.score, scores=scores,
+                                  keyword_only=self._embedder is None))
+        return hits
+
+    def _items_by_rid(self, rids: Sequence[int]) -> dict[int, MemoryItem]:
+        if not rids:
+            return {}
+        marks = ",".join("?" * len(rids))
+        rows = self._db.query(f"SELECT {COLUMNS} FROM items WHERE rid IN ({marks})", tuple(rids))
+        return {int(r[0]): row_to_item(r) for r in rows}
+
+    # ------------------------------------------------------------------ read / inspect
+
+    def get(self, caller: Caller, item_id: str) -> MemoryItem:
+        """One item by id (any status).
+
+        Raises:
+            MemoryNotFoundError: No such id (or it was deleted).
+            MemoryAccessError: It belongs to an owner the caller may not read.
+        """
+        return row_to_item(self._row(caller, item_id, "read"))
+
+    def history(self, caller: Caller, item_id: str) -> list[MemoryItem]:
+        """The supersession chain through ``item_id``, oldest first (history stays queryable)."""
+        item = self.get(caller, item_id)
+        chain = [item]
+        while chain[0].supersedes:
+            try:
+                chain.insert(0, self.get(caller, chain[0].supersedes))
+            except MemoryNotFoundError:
+                break  # the older version was deleted by its owner
+        while chain[-1].superseded_by:
+            try:
+                chain.append(self.get(caller, chain[-1].superseded_by))
+            except MemoryNotFoundError:
+                break
+        return chain
+
+    def list_items(
+        self, caller: Caller, *, tier: Tier | None = None, status: str | None = None, limit: int = 1000,
+        offset: int = 0,
+    ) -> list[MemoryItem]:
+        """The caller's items, newest first (an admin without ``acting_for`` sees every owner)."""
+        sql, params = f"SELECT {COLUMNS} FROM items WHERE 1=1", []
+        if self.shared or caller.subject is not None:
+            sql += " AND owner = ?"
+            params.append(self._owner_for(caller, "read"))
+        else:
+            self._access.check(caller, "read", None)
+        if tier:
+            sql += " AND tier = ?"
+            params.append(tier)
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        sql += " ORDER BY created_at DESC, rid DESC LIMIT ? OFFSET ?"
+        params += [int(limit), int(offset)]
+        return [row_to_item(r) for r in self._db.query(sql, params)]
+
+    def stats(self, caller: Caller) -> dict[str, Any]:
+        """Counts by tier and status, plus retrieval mode, for ``inspect``."""
+        items = self.list_items(caller, limit=10**9)
+        counts: dict[str, dict[str, int]] = {}
+        for item in items:
+            counts.setdefault(item.tier, {}).setdefault(item.status, 0)
+            counts[item.tier][item.status] += 1
+        return {
+            "path": self.path,
+            "shared": self.shared,
+            "keyword_only": self.keyword_only,
+            "embedder": self._embedder.name if self._embedder else None,
+            "items": len(items),
+            "by_tier": counts,
+        }
+
+    def item_vectors(self, caller: Caller, item_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored float vectors of the caller's items (for consolidation and diagnostics)."""
+        if self._vectors is None or not item_ids:
+            return {}
+        rids = {}
+        for item_id in item_ids:
+            row = self._row(caller, item_id, "read")
+            rids[int(row[0])] = item_id
+        return {rids[r]: v for r, v in self._vectors.vectors(list(rids)).items()}
+
+    # ------------------------------------------------------------------ revise / review / prospective
+
+    def supersede(self, caller: Caller, old_id: str, candidate: MemoryCandidate) -> WriteResult:
+        """Replace ``old_id`` with new evidence explicitly: the old item stays, marked and linked."""
+        row = self._row(caller, old_id, "write")
+        if row[8] != "active":
+            raise MemoryContentError(f"{old_id} is {row[8]}, only an active item can be superseded")
+        owner = self._owner_for(caller, "write")
+        cand, chash = self._prepare(candidate)
+        vec = self._embedder.embed([cand.content])[0] if self._embedder and self._vectors else None
+        trust = cand.provenance.trust if cand.provenance.trust is not None else DEFAULT_TRUST[cand.provenance.source]
+        now = time.time()
+        observed = cand.provenance.observed_at.timestamp() if cand.provenance.observed_at else now
+        decision = VerifyDecision("supersede", "explicit revision", old_id)
+        new_id = uuid.uuid4().hex
+        with self._db.transaction():
+            self._insert(new_id, owner, cand, chash, trust, observed, now, decision, vec)
+            self._mark_superseded(old_id, new_id)
+        return WriteResult(id=new_id, status="active", tier=cand.tier, reason="explicit revision",
+                           superseded=old_id)
+
+    def review_queue(self, caller: Caller) -> list[MemoryItem]:
+        """Candidates and conflicts waiting for a decision."""
+        return self.list_items(caller, tier="review", status="candidate")
+
+    def resolve_review(self, caller: Caller, item_id: str, *, accept: bool) -> MemoryItem:
+        """Accept a review item into its proposed tier (superseding what it conflicted with) or reject it.
+
+        Only the owner or an admin decides; the service token may not.
+        """
+        row = self._row(caller, item_id, "review")
+        item = row_to_item(row)
+        if item.tier != "review" or item.status != "candidate":
+            raise MemoryContentError(f"{item_id} is not waiting for review")
+        with self._db.transaction() as conn:
+            if not accept:
+                conn.execute("UPDATE items SET status = 'rejected' WHERE id = ?", (item_id,))
+            else:
+                target = item.conflicts_with
+                active = target and self._db.scalar("SELECT status FROM items WHERE id = ?", (target,)) == "active"
+                conn.execute(
+                    "UPDATE items SET tier = proposed_tier, status = 'active', supersedes = ? WHERE id = ?",
+                    (target if active else None, item_id),
+                )
+                if active and target:
+                    self._mark_superseded(target, item_id)
+            self._sync_vector_meta(item_id)
+        return self.get(caller, item_id)
+
+    def set_state(self, caller: Caller, item_id: str, state: str) -> MemoryItem:
+        """Move a prospective intent to ``pending``, ``done`` or ``cancelled``."""
+        row = self._row(caller, item_id, "write")
+        if row[3] != "prospective":
+            raise MemoryContentError(f"{item_id} is a {row[3]} item; only prospective items have a state")
+        if state not in ("pending", "done", "cancelled"):
+            raise MemoryContentError(f"unknown prospective state {state!r}")
+        with self._db.transaction() as conn:
+            conn.execute("UPDATE items SET state = ? WHERE id = ?", (state, item_id))
+        return self.get(caller, item_id)
+
+    def due(self, caller: Caller, now: datetime | None = None) -> list[MemoryItem]:
+        """Pending prospective intents whose due time has come (or that have only a condition)."""
+        owner = self._owner_for(caller, "read")
+        at = epoch(now) if now else time.time()
+        rows = self._db.query(
+            f"SELECT {COLUMNS} FROM items WHERE owner = ? AND tier = 'prospective' AND status = 'active' "
+            "AND state = 'pending' AND (due_at IS NULL OR due_at <= ?) ORDER BY due_at",
+            (owner, at),
+        )
+        return [row_to_item(r) for r in rows]
+
+    # ------------------------------------------------------------------ recall tagging
+
+    def mark_recalled(self, caller: Caller, session_id: str, item_ids: Sequence[str]) -> None:
+        """Tag items shown in ``session_id``'s context so re-capturing them is not new evidence."""
+        owner = self._owner_for(caller, "read")
+        now = time.time()
+        with self._db.transaction() as conn:
+            for item_id in item_ids:
+                row = self._db.query("SELECT content_hash, owner FROM items WHERE id = ?", (item_id,))
+                if not row or row[0][1] != owner:
+                    continue
+                conn.execute(
+                    "INSERT OR IGNORE INTO recalls(session_id, content_hash, item_id, owner, at) VALUES (?,?,?,?,?)",
+                    (session_id, row[0][0], item_id, owner, now),
+                )
+                conn.execute(
+                    "UPDATE items SET recall_count = recall_count + 1, last_recalled_at = ? WHERE id = ?",
+                    (now, item_id),
+                )
+
+    def was_recalled(self, caller: Caller, session_id: str, content: str) -> str | None:
+        """Id of the recalled item whose content equals ``content`` in that session, if any."""
+        owner = self._owner_for(caller, "read")
+        hit = self._db.scalar(
+            "SELECT item_id FROM recalls WHERE session_id = ? AND content_hash = ? AND owner = ?",
+            (session_id, content_hash(content), owner),
+        )
+        return None if hit is None else str(hit)
+
+    # ------------------------------------------------------------------ consolidation support
+
+    def link_consolidated(self, caller: Caller, item_ids: Sequence[str], into: str) -> None:
+        """Record that episodic ``item_ids`` were consolidated into long-term item ``into``."""
+        self._row(caller, into, "write")
+        with self._db.transaction() as conn:
+            for item_id in item_ids:
+                self._row(caller, item_id, "write")
+                conn.execute("UPDATE items SET consolidated_into = ? WHERE id = ?", (into, item_id))
+
+    # ------------------------------------------------------------------ export / delete
+
+    def export(self, caller: Caller) -> list[dict[str, Any]]:
+        """Every item of the caller (history included) as JSON-ready dicts; deleted items are gone."""
+        owner = self._owner_for(caller, "export")
+        rows = self._db.query(f"SELECT {COLUMNS} FROM items WHERE owner = ? ORDER BY created_at, rid", (owner,))
+        return [row_to_item(r).model_dump(mode="json") for r in rows]
+
+    def delete(self, caller: Caller, item_ids: Sequence[str]) -> int:
+        """Delete items from the base table, FTS and both vector indexes; record their ids.
+
+        All ids are checked before anything is deleted (one transaction).
+
+        Raises:
+            MemoryNotFoundError: An id does not exist (nothing is deleted).
+            MemoryAccessError: The caller may not delete one of them (nothing is deleted).
+        """
+        rows = [self._row(caller, i, "delete") for i in dict.fromkeys(item_ids)]
+        return self._delete_rows([(int(r[0]), str(r[1]), str(r[2])) for r in rows])
+
+    def delete_all(self, caller: Caller) -> int:
+        """Delete every item the caller owns (the right to be forgotten)."""
+        owner = self._owner_for(caller, "delete")
+        rows = self._db.query("SELECT rid, id, owner FROM items WHERE owner = ?", (owner,))
+        return self._delete_rows([(int(r), str(i), str(o)) for r, i, o in rows])
+
+    def _delete_rows(self, rows: list[tuple[int, str, str]]) -> int:
+        if not rows:
+            return 0
+        now = time.time()
+        with self._db.transaction() as conn:
+            for _, item_id, owner in rows:
+                conn.execute("DELETE FROM items WHERE id = ?", (item_id,))  # FTS via trigger
+                conn.execute("DELETE FROM recalls WHERE item_id = ?", (item_id,))
+                conn.execute(
+                    "INSERT OR REPLACE INTO deleted(id, owner, deleted_at) VALUES (?, ?, ?)", (item_id, owner, now)
+                )
+            if self._vectors is not None:
+                self._vectors.delete([r for r, _, _ in rows])
+        for _, _, owner in rows:
+            self._owner_counts.pop(owner, None)
+        logger.info("%s: deleted %d memories", self.path, len(rows))
+        return len(rows)
+
+    def deleted_ids(self, caller: Caller) -> set[str]:
+        """Ids the caller's memories had before deletion (trace exports must omit them)."""
+        if caller.subject is None and not self.shared:
+            self._access.check(caller, "export", None)
+            return {str(r) for (r,) in self._db.query("SELECT id FROM deleted")}
+        owner = self._owner_for(caller, "read")
+        return {str(r) for (r,) in self._db.query("SELECT id FROM deleted WHERE owner = ?", (owner,))}
+
+    def integrity_check(self) -> str:
+        """``PRAGMA integrity_check`` (``ok`` when healthy)."""
+        return self._db.integrity_check()
+
+
+def _fact(row: Any) -> ExistingFact:
+    return ExistingFact(
+        id=str(row[0]), content_hash=str(row[1]), trust=float(row[2]),
+        observed_at=datetime.fromtimestamp(float(row[3]), tz=timezone.utc),
+    )
+
+
+def _filter_sql(
+    owner: str, tiers: Sequence[str], statuses: Sequence[str], filters: SearchFilters
+) -> tuple[str, list[Any]]:
+    where = (
+        f"i.owner = ? AND i.tier IN ({','.join('?' * len(tiers))}) "
+        f"AND i.status IN ({','.join('?' * len(statuses))})"
+    )
+    params: list[Any] = [owner, *tiers, *statuses]
+    if filters.category:
+        where += " AND i.category = ?"
+        params.append(filters.category)
+    if filters.since:
+        where += " AND i.observed_at >= ?"
+        params.append(epoch(filters.since))
+    if filters.until:
+        where += " AND i.observed_at <= ?"
+        params.append(epoch(filters.until))
+    return where, params
