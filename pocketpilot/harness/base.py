@@ -18,6 +18,7 @@ __all__ = [
     "Planner",
     "PlannerOutput",
     "SkillStore",
+    "ToolGate",
     "Verifier",
 ]
 
@@ -126,6 +127,26 @@ class SkillStore(Protocol):
 
     def load(self, name: str) -> Any:
         """Return the loaded skill (guidance text, exposed tools, preconditions)."""
+        ...
+
+
+@runtime_checkable
+class ToolGate(Protocol):
+    """A hard precondition on tool calls, enforced by the harness rather than left to the prompt.
+
+    Skills contribute gates when loaded (e.g. "a note is saved, with its id returned, before
+    power_off"); an app may pass its own to the Session.
+    """
+
+    def check(self, call: ToolCall, batch: Sequence[ToolCall], history: Sequence[Any]) -> str | None:
+        """Return None to allow ``call``, or a message telling the planner what is missing.
+
+        Args:
+            call: the call about to run.
+            batch: every call of the current step (calls in one batch run concurrently, so a
+                call cannot depend on another one of the same batch).
+            history: the completed Steps of this session, oldest first.
+        """
         ...
 
 

@@ -47,7 +47,17 @@ from ..contracts import (
 )
 from ..errors import ExecutorError, MemoryStoreError, PlannerError, PlannerOutputError, UsageError
 from ..trace import TraceWriter
-from .base import ChatMessage, ConfirmationPolicy, Executor, MemoryStore, Planner, PlanRequest, SkillStore, Verifier
+from .base import (
+    ChatMessage,
+    ConfirmationPolicy,
+    Executor,
+    MemoryStore,
+    Planner,
+    PlanRequest,
+    SkillStore,
+    ToolGate,
+    Verifier,
+)
 from .confirm import DenyAll
 from .context import ContextAssembler, ContextBudget
 
@@ -117,9 +127,11 @@ class Session:
         eta_version: str | None = None,
         depth: int = 0,
         on_step: Callable[[Step], None] | None = None,
+        gates: Sequence[ToolGate] = (),
     ) -> None:
         self.planner = planner
         self.on_step = on_step
+        self.gates = list(gates)
         """Called with each step as soon as it is recorded (progress display, live dashboards)."""
         self.executor = executor
         self.config = config or HarnessConfig()
@@ -206,6 +218,7 @@ class _RunState:
         self.cfg = session.config
         self.tools: dict[str, ToolSpec] = dict(session._base_tools)
         self.loaded_skills: list[str] = []
+        self.gates: list[ToolGate] = list(session.gates)
         self.guidance = list(session.guidance)
         self.kinds = session.kinds()
         self.assembler = ContextAssembler(self.cfg.budget, session.planner.count_tokens)
@@ -376,7 +389,9 @@ class _RunState:
         raise AssertionError(f"unrouted action kind {action.kind}")  # pragma: no cover
 
     async def _tool_calls(self, action: ToolCallAction) -> _Outcome:
-        gathered = await asyncio.gather(*(self._one_call(c) for c in action.calls), return_exceptions=True)
+        gathered = await asyncio.gather(
+            *(self._one_call(c, action.calls) for c in action.calls), return_exceptions=True
+        )
         outcome = _Outcome()
         for call, item in zip(action.calls, gathered):
             if isinstance(item, ExecutorError):
@@ -396,10 +411,14 @@ class _RunState:
                     )
         return outcome
 
-    async def _one_call(self, call: ToolCall) -> tuple[ToolResult, list[str]]:
+    async def _one_call(self, call: ToolCall, batch: Sequence[ToolCall]) -> tuple[ToolResult, list[str]]:
         spec = self.tools.get(call.name)
         if spec is None:
             return ToolResult.failure("unknown_tool", f"{call.name!r} is not exposed; use one of: {', '.join(self.tools)}"), []
+        for gate in self.gates:
+            missing = gate.check(call, batch, self.steps)
+            if missing:
+                return ToolResult.failure("precondition_failed", f"{call.name}: {missing}"), []
         if spec.destructive:
             allowed = await self.s.confirm(call, spec)
             reason = getattr(self.s.confirm, "reason", type(self.s.confirm).__name__)
@@ -440,6 +459,7 @@ class _RunState:
             return _Outcome(results=[ToolResult.failure("unknown_skill", f"no loadable skill {action.name!r}")])
         skill = self.s.skills.load(action.name)
         self.loaded_skills.append(action.name)
+        self.gates.extend(getattr(skill, "gates", []))
         guidance = getattr(skill, "guidance", "")
         if guidance:
             self.guidance.append(f"[{action.name}] {guidance}")

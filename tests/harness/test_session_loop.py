@@ -233,3 +233,30 @@ async def test_run_sync_refuses_inside_loop(registry):
 def test_run_sync_outside_loop(registry):
     episode = Session(ScriptedPlanner([FINISH]), registry).run_sync("x")
     assert episode.stop_reason == "finish"
+
+
+class LampBeforeEcho:
+    """Gate: echo only after a successful set_lamp in an earlier step (not the same batch)."""
+
+    def check(self, call, batch, history):
+        if call.name != "sleep_echo":
+            return None
+        for step in history:
+            if step.action and step.action.kind == "tool_call":
+                for c, r in zip(step.action.calls, step.results):
+                    if c.name == "set_lamp" and r.ok:
+                        return None
+        return "turn the lamp on first (set_lamp) and wait for its result"
+
+
+async def test_gates_block_until_precondition_met(registry, toys):
+    both = {"kind": "tool_call", "calls": [{"name": "set_lamp", "arguments": {"on": True}},
+                                           {"name": "sleep_echo", "arguments": {"text": "hi"}}]}
+    planner = ScriptedPlanner([call("sleep_echo", text="hi"), both, call("sleep_echo", text="hi"), FINISH])
+    episode = await Session(planner, registry, gates=[LampBeforeEcho()]).run("x")
+    first = episode.steps[0].results[0]
+    assert first.error.code == "precondition_failed" and "set_lamp" in first.error.message
+    batch = episode.steps[1].results
+    assert batch[0].ok and batch[1].error.code == "precondition_failed"  # same batch is not "before"
+    assert episode.steps[2].results[0].ok
+    assert toys.log == ["lamp=True", "echo=hi"]
