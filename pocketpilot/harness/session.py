@@ -128,8 +128,12 @@ class Session:
         depth: int = 0,
         on_step: Callable[[Step], None] | None = None,
         gates: Sequence[ToolGate] = (),
+        prior: Sequence[ChatMessage] = (),
     ) -> None:
         self.planner = planner
+        self.prior = list(prior)
+        """Earlier conversation shown before the request (e.g. a bare planner's memories as raw
+        history); the caller fits it to its budget. Sub-agents do not inherit it."""
         self.on_step = on_step
         self.gates = list(gates)
         """Called with each step as soon as it is recorded (progress display, live dashboards)."""
@@ -152,6 +156,8 @@ class Session:
             available = {n: available[n] for n in tools}
         self._base_tools = available
         self.trace_path: Path | None = None
+        self.parent_episode_id: str | None = None
+        """Set on a sub-agent session: the episode of the parent that delegated to it."""
 
     # ------------------------------------------------------------------ public
 
@@ -191,9 +197,22 @@ class Session:
             kinds.remove("delegate")
         return tuple(kinds)
 
-    def child(self, action: Delegate, tools: dict[str, ToolSpec]) -> Session:
-        """A sub-agent session: its own instruction and tools, the same planner and policies."""
+    def child(
+        self, action: Delegate, tools: dict[str, ToolSpec], gates: Sequence[ToolGate] = ()
+    ) -> Session:
+        """A sub-agent session: its own instruction and tools, the same planner and policies.
+
+        The child sees only ``action.tools`` (all of the parent's current tools when empty), so
+        a GUI sub-agent confined to one app is a delegate listing that app's tools. It inherits
+        the parent's gates: a precondition holds for sub-agents as for the parent.
+
+        Raises:
+            UsageError: ``action.tools`` names a tool the parent does not expose.
+        """
         names = action.tools or list(tools)
+        unknown = [n for n in names if n not in tools]
+        if unknown:
+            raise UsageError(f"cannot delegate tools that are not exposed here: {', '.join(unknown)}")
         return Session(
             self.planner,
             self.executor,
@@ -202,11 +221,41 @@ class Session:
             skills=None,
             confirm=self.confirm,
             verifier=None,
-            tools=[n for n in names if n in tools],
+            tools=names,
             trace_dir=None,
             eta_version=self.eta_version,
             depth=self.depth + 1,
+            gates=gates,
         )
+
+
+_ARTIFACT_KEYS = ("id", "file", "filename", "path", "uri")
+
+
+def _artifacts(episode: Episode) -> dict[str, str]:
+    """Ids and file names the child's successful tool results returned, keyed ``tool.field``.
+
+    Only top-level fields of dict results count (what a call created or resolved), not the
+    items of listings, so the parent gets the child's products rather than everything it read.
+    """
+    found: dict[str, str] = {}
+    for _, call, result in episode.tool_calls():
+        if result is None or not result.ok or not isinstance(result.data, dict):
+            continue
+        for key, value in result.data.items():
+            if not (key in _ARTIFACT_KEYS or key.endswith("_id")) or not isinstance(value, (str, int)):
+                continue
+            if isinstance(value, bool):
+                continue
+            name, n = f"{call.name}.{key}", 2
+            while name in found and found[name] != str(value):
+                name, n = f"{call.name}.{key}#{n}", n + 1
+            found[name] = str(value)
+    for step in episode.steps:
+        for grandchild in step.children:
+            if grandchild.stop_reason == "finish":
+                found.update({k: v for k, v in _artifacts(grandchild).items() if k not in found})
+    return found
 
 
 class _RunState:
@@ -239,6 +288,7 @@ class _RunState:
             eta_version=session.eta_version,
             tools=list(self.tools.values()),
             pocketpilot_version=__version__,
+            parent_episode_id=session.parent_episode_id,
         )
         self.writer: TraceWriter | None = None
         if session.trace_dir is not None:
@@ -263,6 +313,7 @@ class _RunState:
                 self._set_stop("max_tokens", f"token budget of {self.cfg.max_tokens} exhausted ({self.tokens} used)")
                 return
             messages = self.assembler.assemble(prefix, request_msg, self.history)
+            messages[1:1] = self.s.prior  # earlier conversation: after the prefix, before the request
             context_digest = digest([m.model_dump() for m in messages])
             started_at, t0 = utcnow(), time.monotonic()
             plan_request = PlanRequest(
@@ -470,25 +521,48 @@ class _RunState:
         return _Outcome(results=[ToolResult.success({"loaded": action.name, "tools_added": added})])
 
     async def _delegate(self, action: Delegate) -> _Outcome:
-        child = self.s.child(action, self.tools)
+        """Run a sub-agent to its stop and feed back only a confirmed result.
+
+        The parent awaits the child, so it cannot act before the child has stopped; the
+        result counts as confirmed only when the child stopped with a finish. Artifacts (ids,
+        file names) the child's tool results returned are surfaced explicitly, and only for a
+        confirmed result: an unconfirmed child's products must not be acted upon.
+        """
+        try:
+            child = self.s.child(action, self.tools, self.gates)
+        except UsageError as exc:
+            return _Outcome(results=[ToolResult.failure("unknown_tool", str(exc))])
+        child.parent_episode_id = self.header.episode_id
         instruction = action.instruction
         if action.artifacts:
             instruction += "\nArtifacts: " + json.dumps(action.artifacts, ensure_ascii=False)
         episode = await child.run(instruction)
         confirmed = episode.stop_reason == "finish"
         final = episode.final_action
-        data = {
+        data: dict[str, Any] = {
             "confirmed": confirmed,
             "stop_reason": episode.stop_reason,
             "summary": episode.stop_detail,
             "steps": len(episode.steps),
+            "episode_id": episode.header.episode_id,
         }
         if isinstance(final, Finish):
             data["summary"] = final.summary
-        result = ToolResult.success(data) if confirmed else ToolResult.failure(
-            "subagent_unconfirmed", f"sub-agent stopped with {episode.stop_reason}: {episode.stop_detail}", data
-        )
-        return _Outcome(results=[result], children=[episode])
+        notices: list[str] = []
+        if confirmed:
+            data["artifacts"] = _artifacts(episode)
+            if data["artifacts"]:
+                notices.append(
+                    "Sub-agent artifacts: " + json.dumps(data["artifacts"], ensure_ascii=False)
+                    + ". Pass the ones a later step needs explicitly (delegate artifacts or call arguments)."
+                )
+            result = ToolResult.success(data)
+        else:
+            notices.append("The sub-agent's result is not confirmed: do not act on it; retry, take another route, or ask_user.")
+            result = ToolResult.failure(
+                "subagent_unconfirmed", f"sub-agent stopped with {episode.stop_reason}: {episode.stop_detail}", data
+            )
+        return _Outcome(results=[result], notices=notices, children=[episode])
 
     # ---------------------------------------------------------------- end
 

@@ -1,0 +1,77 @@
+"""Offline compilation of η from tool schemas, a skill library and routing notes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..contracts import ToolSpec
+from ..skills import SkillLibrary
+from .errors import EtaError
+from .eta import Eta, RoutingNote, SkillEntry, ToolEntry
+from .notes import DEFAULT_NOTES
+
+__all__ = ["compile_eta", "sandbox_tool_apps"]
+
+
+def sandbox_tool_apps() -> tuple[list[ToolSpec], dict[str, str]]:
+    """Every sandbox tool's spec and the app each belongs to (the default compile input)."""
+    from ..executor.sandbox import SandboxPhone
+
+    phone = SandboxPhone()
+    apps = {tool: app for app in phone.apps for tool in phone.tool_names(app)}
+    return phone.registry().tools(), apps
+
+
+def compile_eta(
+    tools: Sequence[ToolSpec],
+    library: SkillLibrary | None = None,
+    notes: Iterable[RoutingNote] = DEFAULT_NOTES,
+    *,
+    apps: Mapping[str, str] | None = None,
+) -> Eta:
+    """Compile η. The result depends on the inputs' content only (never on order or time).
+
+    Args:
+        tools: every tool the harness may expose.
+        library: the skills; their tool references must all be among ``tools``.
+        notes: routing notes; ids must be unique and their tools among ``tools``.
+        apps: tool name → app name, when known.
+
+    Raises:
+        EtaError: duplicate tool or note, or a reference to an unknown tool.
+        SkillError: a skill names a tool not in ``tools``.
+    """
+    entries: dict[str, ToolEntry] = {}
+    for spec in tools:
+        if spec.name in entries:
+            raise EtaError("compile", f"tool {spec.name!r} is listed twice")
+        entries[spec.name] = ToolEntry(
+            description=spec.description,
+            parameters=spec.parameters,
+            destructive=spec.destructive,
+            app=(apps or {}).get(spec.name),
+            skills=library.governing(spec.name) if library is not None else [],
+        )
+    skills: dict[str, SkillEntry] = {}
+    if library is not None:
+        library.check_tools(entries)
+        for skill in library.skills():
+            meta = skill.meta
+            skills[skill.name] = SkillEntry(
+                version=meta.version,
+                description=meta.description,
+                requires=list(meta.requires),
+                exposes=list(meta.exposes),
+                preconditions=[p.model_dump(mode="json") for p in meta.preconditions],
+                sha256=skill.sha256,
+            )
+    seen: set[str] = set()
+    note_list = list(notes)
+    for note in note_list:
+        if note.id in seen:
+            raise EtaError("compile", f"routing note id {note.id!r} is used twice")
+        seen.add(note.id)
+        unknown = [t for t in note.requires_tools if t not in entries]
+        if unknown:
+            raise EtaError("compile", f"routing note {note.id!r} requires unknown tool(s): {', '.join(unknown)}")
+    return Eta(tools=entries, skills=skills, notes=note_list)

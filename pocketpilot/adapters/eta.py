@@ -1,0 +1,165 @@
+"""The versioned harness configuration η: what the Scenario Adapter compiles and the harness runs under.
+
+η holds the tool schemas, the tool→skill mapping, the skills' declared contracts and the
+routing notes. Its version is a content hash: the first 16 hex digits of the sha256 of its
+canonical JSON (sorted keys, no whitespace), so equal content always has an equal version and
+any change, however small, a new one. Every trace records the version it ran under
+(``EpisodeHeader.eta_version``).
+
+The file form is ``{"eta_version": ..., "eta": {...}}`` with sorted keys; :func:`load_eta`
+recomputes the hash and refuses a file whose content no longer matches its version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import EtaError, EtaIntegrityError
+
+__all__ = ["Eta", "RoutingNote", "SkillEntry", "ToolEntry", "canonical_json", "load_eta", "save_eta"]
+
+VERSION_CHARS = 16
+
+
+def canonical_json(obj: Any) -> str:
+    """The canonical text of a JSON value: sorted keys, no whitespace, UTF-8 as is."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolEntry(_Model):
+    """One tool as the harness exposes it, with the skills that govern it."""
+
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    destructive: bool = False
+    app: str | None = None
+    """The app the tool belongs to, when known (a GUI sub-agent is confined to one app's tools)."""
+    skills: list[str] = Field(default_factory=list)
+
+
+class SkillEntry(_Model):
+    """A skill's declared contract, as compiled into η (the procedure text stays in SKILL.md)."""
+
+    version: str
+    description: str
+    requires: list[str] = Field(default_factory=list)
+    exposes: list[str] = Field(default_factory=list)
+    preconditions: list[dict[str, Any]] = Field(default_factory=list)
+    sha256: str
+    """Digest of the SKILL.md the entry was compiled from."""
+
+
+class RoutingNote(_Model):
+    """One entry of adapter guidance, shown only when what it needs is available.
+
+    Attributes:
+        id: stable identifier (diffs and revisions refer to it).
+        text: the guidance line shown to the planner.
+        requires_tools: every one must be exposed in the step.
+        requires_resources: every one must be configured (``memory``, ``skills``, ``delegate``).
+    """
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+    text: str = Field(min_length=1, max_length=400)
+    requires_tools: list[str] = Field(default_factory=list)
+    requires_resources: list[str] = Field(default_factory=list)
+
+
+class Eta(_Model):
+    """The harness configuration η (content only; the version is derived from it)."""
+
+    format: Literal[1] = 1
+    tools: dict[str, ToolEntry] = Field(default_factory=dict)
+    skills: dict[str, SkillEntry] = Field(default_factory=dict)
+    notes: list[RoutingNote] = Field(default_factory=list)
+
+    def content(self) -> dict[str, Any]:
+        """The JSON content the version hashes."""
+        return self.model_dump(mode="json")
+
+    @property
+    def version(self) -> str:
+        """Content hash: 16 hex digits of the sha256 of the canonical JSON.
+
+        Recomputed on each access (about 1-3 ms for the sandbox's 37 tools), never cached:
+        ``model_copy(update=...)`` would carry a cached hash over to changed content.
+        """
+        return hashlib.sha256(canonical_json(self.content()).encode()).hexdigest()[:VERSION_CHARS]
+
+    def note(self, note_id: str) -> RoutingNote | None:
+        """The note with that id, if any."""
+        return next((n for n in self.notes if n.id == note_id), None)
+
+    def app_tools(self, app: str) -> list[str]:
+        """Names of the tools of one app: the tool list of a sub-agent confined to it."""
+        return [name for name, entry in self.tools.items() if entry.app == app]
+
+    def to_file_json(self) -> str:
+        """The text stored on disk (sorted keys, indented for reading and line diffs)."""
+        return json.dumps({"eta_version": self.version, "eta": self.content()}, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def save_eta(eta: Eta, path: str | os.PathLike[str]) -> Path:
+    """Write η atomically (temp file in the same folder, fsync, rename): a crash never leaves half a file.
+
+    Raises:
+        EtaError: the folder cannot be written.
+    """
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(eta.to_file_json())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise EtaError(str(target), f"cannot write: {exc}") from exc
+    return target
+
+
+def load_eta(path: str | os.PathLike[str]) -> Eta:
+    """Read and verify an η file.
+
+    Raises:
+        EtaError: missing, unreadable, not JSON, or not an η.
+        EtaIntegrityError: the content does not hash to the recorded version.
+    """
+    source = str(path)
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise EtaError(source, "no such η file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EtaError(source, f"cannot read: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise EtaError(source, f"not JSON: {exc}") from exc
+    if not isinstance(raw, dict) or "eta" not in raw or "eta_version" not in raw:
+        raise EtaError(source, "not an η file (expected keys eta_version and eta)")
+    try:
+        eta = Eta.model_validate(raw["eta"])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise EtaError(source, f"invalid η at {where}: {err['msg']}") from exc
+    if eta.version != raw["eta_version"]:
+        raise EtaIntegrityError(
+            source, f"content hashes to {eta.version}, but the file says {raw['eta_version']}: recompile it"
+        )
+    return eta

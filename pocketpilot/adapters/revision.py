@@ -1,0 +1,209 @@
+"""Candidate revisions of η: rule-checked, applied to produce a new version, approved by a human.
+
+Offline diagnosis proposes revisions (add or change a routing note, map a tool to a skill);
+nothing proposed takes effect until approved. Skills themselves are revised in their SKILL.md
+files, not here: a revision cannot weaken a declared precondition.
+
+Store layout, beside the η file ``eta.json``::
+
+    eta.json                         the approved, current η
+    eta.json.revisions/pending/<id>.json
+    eta.json.revisions/approved/<id>.json   the revision + base and resulting versions
+    eta.json.revisions/history/<version>.json   every η that was current once
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..contracts import utcnow
+from .errors import EtaError, RevisionError
+from .eta import Eta, RoutingNote, load_eta, save_eta
+
+__all__ = ["AddNote", "MapTool", "RemoveNote", "ReplaceNote", "Revision", "RevisionStore", "apply_revision"]
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AddNote(_Op):
+    """Add a routing note (appended after the existing ones)."""
+
+    op: Literal["add_note"] = "add_note"
+    note: RoutingNote
+
+
+class ReplaceNote(_Op):
+    """Replace the note with the same id."""
+
+    op: Literal["replace_note"] = "replace_note"
+    note: RoutingNote
+
+
+class RemoveNote(_Op):
+    """Remove a note by id."""
+
+    op: Literal["remove_note"] = "remove_note"
+    note_id: str
+
+
+class MapTool(_Op):
+    """Add (or, with ``remove``, drop) a skill in a tool's tool→skill mapping."""
+
+    op: Literal["map_tool"] = "map_tool"
+    tool: str
+    skill: str
+    remove: bool = False
+
+
+Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool], Field(discriminator="op")]
+
+
+class Revision(BaseModel):
+    """A candidate change to one η version."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    base_version: str
+    rationale: str = Field(min_length=1, max_length=1000)
+    ops: list[Op] = Field(min_length=1)
+    source: str = "diagnosis"
+
+
+def _check_note(eta: Eta, note: RoutingNote, rev: Revision) -> None:
+    unknown = [t for t in note.requires_tools if t not in eta.tools]
+    if unknown:
+        raise RevisionError(rev.id, f"note {note.id!r} requires unknown tool(s): {', '.join(unknown)}")
+
+
+def apply_revision(eta: Eta, rev: Revision) -> Eta:
+    """Apply ``rev`` to ``eta`` and return the new η, after its rule checks.
+
+    Rules: the revision is based on exactly this version; note ids are added only when new and
+    replaced/removed only when present; notes and mappings name known tools and skills; the
+    result differs from the base.
+
+    Raises:
+        RevisionError: a rule failed; ``eta`` is untouched.
+    """
+    if rev.base_version != eta.version:
+        raise RevisionError(rev.id, f"based on η {rev.base_version}, but the current η is {eta.version}")
+    notes = list(eta.notes)
+    tools = dict(eta.tools)
+    for i, op in enumerate(rev.ops):
+        ids = [n.id for n in notes]
+        if isinstance(op, AddNote):
+            if op.note.id in ids:
+                raise RevisionError(rev.id, f"ops[{i}]: note {op.note.id!r} already exists (use replace_note)")
+            _check_note(eta, op.note, rev)
+            notes.append(op.note)
+        elif isinstance(op, ReplaceNote):
+            if op.note.id not in ids:
+                raise RevisionError(rev.id, f"ops[{i}]: no note {op.note.id!r} to replace")
+            _check_note(eta, op.note, rev)
+            notes[ids.index(op.note.id)] = op.note
+        elif isinstance(op, RemoveNote):
+            if op.note_id not in ids:
+                raise RevisionError(rev.id, f"ops[{i}]: no note {op.note_id!r} to remove")
+            notes.pop(ids.index(op.note_id))
+        else:
+            if op.tool not in tools:
+                raise RevisionError(rev.id, f"ops[{i}]: unknown tool {op.tool!r}")
+            if op.skill not in eta.skills:
+                raise RevisionError(rev.id, f"ops[{i}]: unknown skill {op.skill!r}")
+            skills = [s for s in tools[op.tool].skills if s != op.skill]
+            if not op.remove:
+                skills = sorted([*skills, op.skill])
+            tools[op.tool] = tools[op.tool].model_copy(update={"skills": skills})
+    new = Eta(tools=tools, skills=eta.skills, notes=notes)
+    if new.version == eta.version:
+        raise RevisionError(rev.id, "the revision changes nothing")
+    return new
+
+
+def _write_json(path: Path, obj: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, sort_keys=True, indent=1, ensure_ascii=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RevisionStore:
+    """Pending and approved revisions stored beside an η file.
+
+    Args:
+        eta_path: the η file the revisions apply to (the current, approved η).
+    """
+
+    def __init__(self, eta_path: str | os.PathLike[str]) -> None:
+        self.eta_path = Path(eta_path)
+        self.root = self.eta_path.with_name(self.eta_path.name + ".revisions")
+
+    def _pending_path(self, rev_id: str) -> Path:
+        return self.root / "pending" / f"{rev_id}.json"
+
+    def propose(self, rev: Revision) -> Path:
+        """Check ``rev`` against the current η (dry run) and store it as pending.
+
+        Raises:
+            RevisionError: it fails a rule, or a revision with that id exists.
+        """
+        apply_revision(load_eta(self.eta_path), rev)
+        path = self._pending_path(rev.id)
+        if path.exists() or (self.root / "approved" / f"{rev.id}.json").exists():
+            raise RevisionError(rev.id, "a revision with this id already exists")
+        _write_json(path, rev.model_dump(mode="json"))
+        return path
+
+    def pending(self) -> list[Revision]:
+        """Revisions awaiting approval, by id."""
+        folder = self.root / "pending"
+        return [self._read(p) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+    def _read(self, path: Path) -> Revision:
+        try:
+            return Revision.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValidationError) as exc:
+            raise EtaError(str(path), f"not a readable revision: {exc}") from exc
+
+    def approve(self, rev_id: str, approver: str) -> Eta:
+        """Apply a pending revision to the current η, make the result current, record the approval.
+
+        The previous η is kept under ``history/``; the η file is replaced atomically.
+
+        Raises:
+            RevisionError: no such pending revision, or it no longer applies (stale base).
+        """
+        path = self._pending_path(rev_id)
+        if not path.exists():
+            raise RevisionError(rev_id, "no pending revision with this id")
+        if not approver.strip():
+            raise RevisionError(rev_id, "an approval needs the approver's name")
+        current = load_eta(self.eta_path)
+        rev = self._read(path)
+        new = apply_revision(current, rev)
+        save_eta(current, self.root / "history" / f"{current.version}.json")
+        save_eta(new, self.eta_path)
+        record = {
+            "revision": rev.model_dump(mode="json"),
+            "approved_by": approver,
+            "approved_at": utcnow().isoformat(),
+            "base_version": current.version,
+            "new_version": new.version,
+        }
+        _write_json(self.root / "approved" / f"{rev_id}.json", record)
+        path.unlink()
+        return new

@@ -1,0 +1,179 @@
+"""``pocketpilot export …`` (SFT sets, RL groups, curation into a store) and ``pocketpilot release …``.
+
+Typical flow::
+
+    pocketpilot export curate traces/ --store curation.sqlite     # accepted or queued for review
+    pocketpilot review list --store curation.sqlite                # a human decides the queue
+    pocketpilot release create curation.sqlite releases/ v1 --memory-db mem.sqlite
+    pocketpilot release verify releases/v1
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import click
+
+from ..contracts import Episode
+from ..errors import UsageError
+
+__all__ = ["export", "iter_traces", "release", "trace_paths"]
+
+
+def trace_paths(inputs: Sequence[str]) -> list[Path]:
+    """Trace files named directly, plus every ``*.jsonl`` under named directories (sorted)."""
+    out: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            out.extend(sorted(p.rglob("*.jsonl")))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise UsageError(f"{item}: no such trace file or directory")
+    if not out:
+        raise UsageError("no trace files found")
+    return out
+
+
+def iter_traces(inputs: Sequence[str]) -> Iterator[tuple[Episode, bool]]:
+    """(episode, complete) per trace file."""
+    from ..trace import read_trace
+
+    for path in trace_paths(inputs):
+        yield read_trace(path)
+
+
+@click.group("export", help="Export traces as training data, or curate them into a store.")
+def export() -> None:
+    """Export commands."""
+
+
+@export.command("sft")
+@click.argument("traces", nargs=-1, required=True)
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Output .jsonl or .parquet.")
+@click.option("--include-ineligible", is_flag=True, help="Also write episodes without supervised turns (all masked).")
+def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool) -> None:
+    """Chat messages with tools and a per-turn train mask, one row per episode."""
+    from ..trainer_bridge.export_io import write_rows
+    from ..trainer_bridge.export_sft import sft_record
+
+    rows = (
+        r.row()
+        for r in (sft_record(ep, complete=c) for ep, c in iter_traces(traces))
+        if include_ineligible or r.eligible
+    )
+    n = write_rows(rows, out, "sft")
+    click.echo(f"{n} SFT record(s) -> {out}")
+
+
+@export.command("rl")
+@click.argument("traces", nargs=-1, required=True)
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Output .jsonl or .parquet.")
+@click.option("--group-size", "-G", type=int, default=None, help="Rollouts per group (default: all of a task's).")
+@click.option("--min-size", type=int, default=2, show_default=True, help="Drop smaller groups.")
+def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int) -> None:
+    """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data."""
+    from ..trainer_bridge.export_io import write_rows
+    from ..trainer_bridge.export_rl import rl_groups
+
+    groups = rl_groups((ep for ep, _ in iter_traces(traces)), group_size=group_size, min_size=min_size)
+    n = write_rows((g.row() for g in groups), out, "rl")
+    click.echo(f"{n} RL group(s) -> {out}")
+
+
+@export.command("curate")
+@click.argument("traces", nargs=-1, required=True)
+@click.option("--store", "store_path", required=True, type=click.Path(dir_okay=False), help="Curation store (SQLite).")
+@click.option("--source", default=None, help="Record source (default: sandbox for suite tasks, else deployment).")
+@click.option("--tasks-dir", type=click.Path(file_okay=False), default=None, help="Task suite (default: bundled).")
+def curate_cmd(traces: tuple[str, ...], store_path: str, source: str | None, tasks_dir: str | None) -> None:
+    """Normalize, dedupe, check, tag and attribute traces; accepted or queued for review."""
+    from ..tasks import load_suite
+    from ..trainer_bridge.curation import curate
+    from ..trainer_bridge.review import CurationStore
+
+    result = curate(iter_traces(traces), tasks=load_suite(directory=tasks_dir), source=source)
+    with CurationStore(store_path) as store:
+        counts = store.add(result.records)
+    counts["duplicates"] += result.duplicates
+    click.echo(json.dumps(counts, sort_keys=True))
+
+
+@click.group("release", help="Cut and verify frozen, versioned training releases.")
+def release() -> None:
+    """Release commands."""
+
+
+def _deleted_memories(db: str, service_token: str | None, admin_token: str | None) -> set[str]:
+    from ..memory import AccessPolicy, Caller, SqliteMemory
+
+    if not service_token or not admin_token:
+        raise UsageError("--memory-db needs --service-token and --admin-token (or their environment variables)")
+    with SqliteMemory(db, AccessPolicy(service_token, admin_token), embedder=None) as store:
+        return store.deleted_ids(Caller.admin(admin_token))
+
+
+@release.command("create")
+@click.argument("store_path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("root", type=click.Path(file_okay=False))
+@click.argument("version")
+@click.option("--memory-db", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Memory store(s) whose deleted memories must not ship.")
+@click.option("--service-token", envvar="POCKETPILOT_SERVICE_TOKEN", default=None, show_envvar=True)
+@click.option("--admin-token", envvar="POCKETPILOT_ADMIN_TOKEN", default=None, show_envvar=True)
+@click.option("--deleted-user", multiple=True, help="A deleted user id (repeatable).")
+@click.option("--deleted-users-file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="File of deleted user ids, one a line.")
+@click.option("--tasks-dir", type=click.Path(file_okay=False), default=None, help="Task suite (default: bundled).")
+@click.option("--group-size", "-G", type=int, default=None, help="Rollouts per RL group.")
+@click.option("--parquet/--no-parquet", default=None, help="Parquet too (default: when pyarrow is installed).")
+def create_cmd(
+    store_path: str,
+    root: str,
+    version: str,
+    memory_db: tuple[str, ...],
+    service_token: str | None,
+    admin_token: str | None,
+    deleted_user: tuple[str, ...],
+    deleted_users_file: str | None,
+    tasks_dir: str | None,
+    group_size: int | None,
+    parquet: bool | None,
+) -> None:
+    """Cut release VERSION under ROOT from the releasable records of STORE_PATH."""
+    from ..tasks import load_suite
+    from ..trainer_bridge.release import build_release
+    from ..trainer_bridge.review import CurationStore
+
+    deleted_ids: set[str] = set()
+    for db in memory_db:
+        deleted_ids |= _deleted_memories(db, service_token, admin_token)
+    users = set(deleted_user)
+    if deleted_users_file:
+        users |= {line.strip() for line in Path(deleted_users_file).read_text(encoding="utf-8").splitlines() if line.strip()}
+    with CurationStore(store_path) as store:
+        manifest = build_release(
+            store,
+            root,
+            version,
+            tasks=load_suite(directory=tasks_dir),
+            deleted_memory_ids=deleted_ids,
+            deleted_users=users,
+            parquet=parquet,
+            group_size=group_size,
+        )
+    click.echo(json.dumps({"version": manifest.version, "counts": manifest.counts, "excluded": manifest.excluded,
+                           "manifest_sha256": manifest.manifest_sha256}, sort_keys=True))
+
+
+@release.command("verify")
+@click.argument("path", type=click.Path(file_okay=False))
+def verify_cmd(path: str) -> None:
+    """Re-hash a release's files and manifest; exit 2 on any mismatch."""
+    from ..trainer_bridge.release import verify_release
+
+    manifest = verify_release(path)
+    click.echo(f"release {manifest.version} ok: {manifest.counts}")
