@@ -10,6 +10,7 @@ import click
 from ..errors import PocketPilotError
 from .adapter import adapter
 from .bench import bench
+from .devices import devices, simphone
 from .diagnose import diagnose
 from .export import export, release
 from .memory import memory
@@ -30,7 +31,7 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose):
+for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose, devices, simphone):
     cli.add_command(command)
 
 

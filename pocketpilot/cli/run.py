@@ -10,7 +10,16 @@ import click
 
 from ..contracts import Step, ToolCall, ToolSpec
 from ..errors import UsageError
-from ..harness import AllowAll, CallbackConfirmation, ConfirmationPolicy, DenyAll, HarnessConfig, Planner, Session
+from ..harness import (
+    AllowAll,
+    CallbackConfirmation,
+    ConfirmationPolicy,
+    DenyAll,
+    Executor,
+    HarnessConfig,
+    Planner,
+    Session,
+)
 from ..model_store import pocketpilot_home
 from ..tasks import load_suite, load_task, prepare
 from ..executor.sandbox import SandboxExecutor, SandboxPhone
@@ -39,6 +48,9 @@ async def _run(session: Session, planner: Planner, request: str) -> None:
         episode = await session.run(request)
     finally:
         await planner.aclose()
+        closer = getattr(session.executor, "aclose", None)
+        if closer is not None:
+            await closer()  # stops the device-side uiautomator2 server
     click.echo(f"\nstopped: {episode.stop_reason} — {episode.stop_detail}")
     usage = episode.usage()
     click.echo(
@@ -51,7 +63,7 @@ async def _run(session: Session, planner: Planner, request: str) -> None:
 
 
 def _execute(request: str | None, task_file: str | None, task_id: str | None, planner: Planner,
-             yes: bool, max_steps: int | None, trace_dir: Path) -> None:
+             yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None) -> None:
     def show(step: Step) -> None:
         click.echo(render_step(step))
 
@@ -67,6 +79,9 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
             raise UsageError("give a REQUEST, --task FILE or --task-id ID")
         executor, verifier, steps = SandboxExecutor(SandboxPhone()), None, max_steps or 15
         click.echo(f"request: {request}")
+    if device is not None:
+        # A task's verifier reads sandbox state, which a device does not expose.
+        executor, verifier = device, None
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
     session = Session(
         planner,
@@ -96,13 +111,22 @@ def _suite_task(task_id: str):  # type: ignore[no-untyped-def]
 @click.option("--max-steps", type=int, default=None)
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="Where the JSONL trace goes (default: the pocketpilot cache).")
+@click.option("--device", default=None, help="Run on an adb device (serial or host:port) instead of the sandbox.")
+@click.option("--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037).")
 @planner_options
 def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
-        trace_dir: str | None, model: str, endpoint: str | None, temperature: float, max_new_tokens: int,
-        pull: bool) -> None:
-    """Run REQUEST on the sandbox phone (or a task with its verifier)."""
+        trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
+        temperature: float, max_new_tokens: int, pull: bool) -> None:
+    """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
+    device_executor = None
+    if device:
+        from .devices import build_device_executor
+
+        device_executor, _ = build_device_executor(device, adb_port)  # a bad serial fails before the model loads
+        click.echo(f"device: {device}")
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
-    _execute(request, task_file, task_id, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"))
+    _execute(request, task_file, task_id, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
+             device_executor)
 
 
 @click.command("demo")

@@ -6,6 +6,8 @@ agent that sends a message because nobody objected is worse than one that stops 
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 
 from ..contracts import ToolCall, ToolSpec
@@ -43,9 +45,6 @@ class CallbackConfirmation:
 
     async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
         """Whatever the callback answers."""
-        import asyncio
-        import inspect
-
         if inspect.iscoroutinefunction(self._callback):
             return bool(await self._callback(call, spec))
         answer = await asyncio.to_thread(self._callback, call, spec)

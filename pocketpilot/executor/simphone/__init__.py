@@ -12,7 +12,7 @@ from ._server import Faults, SimPhone
 from ._thread import ThreadedSimPhone
 from ._ui import UiNode, dump_xml
 from .backend import SETTINGS_KEYS, Intent, MemFS, PhoneBackend, normalize_key
-from .launcher import SimPhoneInfo, default_backend, start_simphone, stop_simphone
+from .launcher import SimPhoneInfo, default_backend, simphone_status, start_simphone, stop_simphone
 
 __all__ = [
     "Faults",
@@ -28,6 +28,7 @@ __all__ = [
     "default_backend",
     "dump_xml",
     "normalize_key",
+    "simphone_status",
     "start_simphone",
     "stop_simphone",
 ]

@@ -20,7 +20,14 @@ from typing import Literal
 from ...errors import UsageError
 from .backend import PhoneBackend
 
-__all__ = ["BackendName", "SimPhoneInfo", "default_backend", "start_simphone", "stop_simphone"]
+__all__ = [
+    "BackendName",
+    "SimPhoneInfo",
+    "default_backend",
+    "simphone_status",
+    "start_simphone",
+    "stop_simphone",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -184,3 +191,15 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def simphone_status(state_dir: str | os.PathLike[str]) -> SimPhoneInfo | None:
+    """The phone started from ``state_dir`` if it is still running, else None (stale files are removed)."""
+    state = _state_path(state_dir)
+    info = _read(state) if state.exists() else None
+    if info is None:
+        return None
+    if not _alive(info.pid):
+        state.unlink(missing_ok=True)
+        return None
+    return info
