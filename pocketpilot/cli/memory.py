@@ -6,21 +6,31 @@ Credentials come from options or the environment (``POCKETPILOT_SERVICE_TOKEN``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
 __all__ = ["memory"]
 
 
-def _open(db: str, service_token: str, admin_token: str, keyword_only: bool):  # type: ignore[no-untyped-def]
+@contextlib.contextmanager
+def _open(db: str, service_token: str, admin_token: str, keyword_only: bool) -> Iterator[Any]:
+    """The store, closed on exit; pocketpilot errors become one-line CLI errors (exit 1), not tracebacks."""
+    from ..errors import PocketPilotError
     from ..memory import AccessPolicy, SqliteMemory, load_default_embedder
 
-    policy = AccessPolicy(service_token, admin_token)
-    embedder = None if keyword_only else load_default_embedder()
-    return SqliteMemory(db, policy, embedder=embedder)
+    try:
+        policy = AccessPolicy(service_token, admin_token)
+        embedder = None if keyword_only else load_default_embedder()
+        with SqliteMemory(db, policy, embedder=embedder) as store:
+            yield store
+    except (PocketPilotError, ValueError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
 
 
 def _store_options(fn):  # type: ignore[no-untyped-def]

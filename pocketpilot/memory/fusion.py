@@ -27,10 +27,18 @@ class FusionWeights:
     recency: float = 0.1
     importance: float = 0.1
     recency_half_life_days: float = 30.0
-    mmr_lambda: float = 0.75
+    mmr_lambda: float = 0.9
     """1.0 = pure relevance; lower values favour diversity."""
     min_cosine: float = 0.15
     """Vector hits below this similarity are noise (a scan always returns k rows) and are dropped."""
+    keyword_weight: float = 1.0
+    """Weight of the BM25 list's reciprocal ranks."""
+    vector_weight: float = 0.75
+    """Weight of the vector list's reciprocal ranks.
+
+    This and ``mmr_lambda`` were chosen on the dev half of the BFCL v4 memory questions
+    (bench/bench_memory_bfcl.py --tune); the other half is reported separately.
+    """
 
 
 @dataclass
@@ -70,15 +78,15 @@ def fuse(
     for rank, (rid, cos) in enumerate(vector, start=1):
         c = cands.setdefault(rid, Candidate(rid))
         c.vector_rank, c.cosine = rank, cos
-    lists = int(bool(keyword)) + int(bool(vector))
-    best = lists / (RRF_K + 1) if lists else 1.0
+    wk, wv = weights.keyword_weight, weights.vector_weight
+    best = (wk * bool(keyword) + wv * bool(vector)) / (RRF_K + 1) or 1.0
     decay = math.log(2) / (weights.recency_half_life_days * 86400.0)
     out = []
     for c in cands.values():
         if c.rid not in meta:
             continue  # filtered out (tier, category, time) after the rank lists were made
         c.created_at, c.importance = meta[c.rid]
-        raw = sum(1.0 / (RRF_K + r) for r in (c.bm25_rank, c.vector_rank) if r is not None)
+        raw = sum(w / (RRF_K + r) for w, r in ((wk, c.bm25_rank), (wv, c.vector_rank)) if r is not None)
         c.rrf = raw / best
         c.recency = math.exp(-decay * max(0.0, now - c.created_at))
         c.score = weights.rrf * c.rrf + weights.recency * c.recency + weights.importance * c.importance
@@ -110,6 +118,8 @@ def mmr(
     """Maximal marginal relevance: pick ``k`` items trading relevance against redundancy.
 
     Similarity is cosine on the stored vectors where both items have one, else word Jaccard.
+    Each item's redundancy (its highest similarity to anything picked) is updated once per
+    pick with one matrix-vector product, so the cost is O(k * n), not O(k^2 * n) Python calls.
     Returns ``(candidate, mmr score)`` in pick order.
     """
     if not ranked:
@@ -117,20 +127,25 @@ def mmr(
     vectors = vectors or {}
     jaccard = _jaccard_sim(texts or {c.rid: "" for c in ranked})
     top = ranked[0].score or 1.0
-
-    def sim(a: int, b: int) -> float:
-        if a in vectors and b in vectors:
-            return float(vectors[a] @ vectors[b])
-        return jaccard(a, b)
-
-    pool = list(ranked)
+    n = len(ranked)
+    rel = np.array([lam * (c.score / top) for c in ranked])
+    has_vec = np.array([c.rid in vectors for c in ranked])
+    dim = next((len(v) for v in vectors.values()), 0)
+    mat = np.zeros((n, dim), dtype=np.float32)
+    for i, c in enumerate(ranked):
+        if has_vec[i]:
+            mat[i] = vectors[c.rid]
+    redundancy = np.full(n, -np.inf)
+    free = np.ones(n, dtype=bool)
     picked: list[tuple[Candidate, float]] = []
-    while pool and len(picked) < k:
-        best_i, best_val = 0, -math.inf
-        for i, c in enumerate(pool):
-            redundancy = max((sim(c.rid, p.rid) for p, _ in picked), default=0.0)
-            val = lam * (c.score / top) - (1.0 - lam) * redundancy
-            if val > best_val:
-                best_i, best_val = i, val
-        picked.append((pool.pop(best_i), best_val))
+    while free.any() and len(picked) < k:
+        penalty = (1.0 - lam) * redundancy if picked else 0.0
+        val = np.where(free, rel - penalty, -np.inf)
+        best = int(np.argmax(val))
+        picked.append((ranked[best], float(val[best])))
+        free[best] = False
+        sims = mat @ mat[best] if has_vec[best] else np.zeros(n)
+        for i in np.flatnonzero(free & ~(has_vec & has_vec[best])):
+            sims[i] = jaccard(ranked[i].rid, ranked[best].rid)
+        redundancy = np.maximum(redundancy, sims)
     return picked

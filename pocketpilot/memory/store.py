@@ -10,12 +10,14 @@ owns every record as :data:`~.access.SHARED_OWNER`.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,13 +34,14 @@ from .redaction import Redactor
 from .vectors import VectorIndex, VectorMode
 from .verify import DEFAULT_TRUST, ExistingFact, VerifyDecision, VerifyPolicy, infer_key, verify
 
-__all__ = ["SEARCH_TIERS", "SqliteMemory"]
+__all__ = ["SEARCH_TIERS", "RetrievalMode", "SqliteMemory"]
 
 logger = logging.getLogger(__name__)
 
 SEARCH_TIERS: tuple[Tier, ...] = ("user", "episodic", "long_term", "prospective")
 """Tiers searched by default; the review tier holds undecided candidates and is opt-in."""
 MAX_K = 50
+RetrievalMode = Literal["hybrid", "keyword", "vector"]
 
 
 class SqliteMemory:
@@ -50,6 +53,7 @@ class SqliteMemory:
         access: AccessPolicy,
         *,
         embedder: Embedder | None = None,
+        query_embedder: Embedder | None = None,
         shared: bool = False,
         vector_mode: VectorMode = "auto",
         verify_policy: VerifyPolicy | None = None,
@@ -63,9 +67,12 @@ class SqliteMemory:
             access: Credentials every call is checked against.
             embedder: Vector backend; None means keyword-only retrieval (logged, and flagged on
                 every result as ``keyword_only``).
+            query_embedder: A faster variant of the same model for queries only (the int8
+                MiniLM against fp32-written vectors: about half the query latency; its recall
+                is measured in bench/bench_memory_bfcl.py). Default: ``embedder``.
             shared: A shared agent-experience store: writes are redacted and owned by
                 :data:`SHARED_OWNER`.
-            vector_mode: ``auto`` picks exact or bit+rerank by the owner's item count.
+            vector_mode: ``auto`` picks exact (small owners) or bit scan + exact rerank.
             verify_policy: Verification thresholds.
             redactor: Redactor for shared stores (default: regex + heuristics, no known names).
             weights: Fusion weights.
@@ -74,16 +81,25 @@ class SqliteMemory:
             MemorySchemaError: Newer schema, foreign or corrupt file, or vectors of another
                 embedder (dimension or model differ).
             MemoryAccessError: The file was created with other service/admin credentials.
+            MemoryContentError: ``query_embedder`` is not a variant of ``embedder``'s model.
         """
+        if embedder is not None and query_embedder is not None and (
+            query_embedder.name.split("/")[0] != embedder.name.split("/")[0] or query_embedder.dim != embedder.dim
+        ):
+            raise MemoryContentError(
+                f"query embedder {query_embedder.name} is not a variant of {embedder.name}; vectors would not compare"
+            )
         self._db = Database(path)
         self.path = self._db.path
         self._access = access
         self._embedder = embedder
+        self._query_embedder = (query_embedder or embedder) if embedder is not None else None
         self.shared = shared
         self._policy = verify_policy or VerifyPolicy()
         self._redactor = redactor or Redactor()
         self._weights = weights or FusionWeights()
-        self._owner_counts: dict[str, int] = {}
+        self._keyword_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self._vectors: VectorIndex | None = None
         try:
             self._bind_credentials()
@@ -134,7 +150,11 @@ class SqliteMemory:
         return self._embedder
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (waits for a keyword search in flight; the worker thread never outlives the store)."""
+        with self._pool_lock:
+            if self._keyword_pool is not None:
+                self._keyword_pool.shutdown(wait=True)
+                self._keyword_pool = None
         self._db.close()
 
     def __enter__(self) -> SqliteMemory:
@@ -188,8 +208,6 @@ class SqliteMemory:
             for i, (cand, chash) in enumerate(prepared):
                 vec = None if vectors is None else vectors[i]
                 results.append(self._write_one(owner, cand, chash, vec, now))
-        if any(r.status in ("active", "candidate") for r in results):
-            self._owner_counts.pop(owner, None)
         return results
 
     def _prepare(self, cand: MemoryCandidate) -> tuple[MemoryCandidate, str]:
@@ -329,18 +347,22 @@ class SqliteMemory:
     # ------------------------------------------------------------------ retrieve
 
     def search(
-        self, caller: Caller, query: str, *, k: int = 5, filters: SearchFilters | None = None
+        self, caller: Caller, query: str, *, k: int = 5, filters: SearchFilters | None = None,
+        mode: RetrievalMode = "hybrid",
     ) -> list[SearchHit]:
         """Hybrid retrieval of the caller's memories: BM25 + vector, RRF, recency, importance, MMR.
 
         Any text is a valid query (it is never passed to FTS5 raw); results are evidence with
-        provenance, never instructions.
+        provenance, never instructions. ``mode`` ``keyword`` or ``vector`` uses one side only
+        (ablations and benchmarks; the rest of the ranking is unchanged).
 
         Raises:
             MemoryAccessError: Bad credential or no right to read this owner's memories.
-            MemoryContentError: ``query`` is not text, or ``k`` is out of range.
+            MemoryContentError: ``query`` is not text, ``k`` is out of range, or ``mode`` unknown.
         """
         owner = self._owner_for(caller, "read")
+        if mode not in ("hybrid", "keyword", "vector"):
+            raise MemoryContentError(f"unknown retrieval mode {mode!r}")
         if not isinstance(query, str):
             raise MemoryContentError(f"query must be str, not {type(query).__name__}")
         if not 1 <= int(k) <= MAX_K:
@@ -350,26 +372,31 @@ class SqliteMemory:
         statuses = ["active", "candidate"] + (["superseded"] if filters.include_superseded else [])
         where, params = _filter_sql(owner, tiers, statuses, filters)
         pool = max(50, 5 * k)
+        use_vectors = (mode != "keyword" and self._query_embedder is not None and self._vectors is not None
+                       and bool(query.strip()))
+        pending: Future[list[int]] | None = None
         keyword: list[int] = []
-        match = build_match_query(query.replace("\x00", " "))
-        if match is not None:
-            rows = self._db.query(
-                f"SELECT i.rid FROM items_fts JOIN items i ON i.rid = items_fts.rowid "
-                f"WHERE items_fts MATCH ? AND {where} ORDER BY bm25(items_fts, 1.0, 0.3) LIMIT ?",
-                [match, *params, pool],
-            )
-            keyword = [int(r) for (r,) in rows]
+        if mode == "vector":
+            pass
+        elif use_vectors and self._db.has_reader:
+            # BM25 on the reader connection in a worker, overlapping the embedding and vector scan.
+            pending = self._keyword_worker().submit(self._keyword_ranks, query, where, params, pool)
+        else:
+            keyword = self._keyword_ranks(query, where, params, pool)
         vector: list[tuple[int, float]] = []
+        vecs: dict[int, np.ndarray] = {}
         qvec = None
-        if self._embedder is not None and self._vectors is not None and query.strip():
-            qvec = self._embedder.embed([query[:2000]])[0]
-            if owner not in self._owner_counts:
-                self._owner_counts[owner] = self._vectors.count(owner)
-            vector = self._vectors.search(
-                qvec, owner, pool, tiers=tiers, live_only=not filters.include_superseded,
-                owner_count=self._owner_counts[owner],
-            )
-            vector = [(r, c) for r, c in vector if c >= self._weights.min_cosine]
+        try:
+            if use_vectors:
+                assert self._query_embedder is not None and self._vectors is not None
+                qvec = self._query_embedder.embed([query[:2000]])[0]
+                vector, vecs = self._vectors.search(
+                    qvec, owner, pool, tiers=tiers, live_only=not filters.include_superseded
+                )
+                vector = [(r, c) for r, c in vector if c >= self._weights.min_cosine]
+        finally:
+            if pending is not None:
+                keyword = pending.result()  # never leave the worker's query orphaned, even on error
         rids = list(dict.fromkeys([*keyword, *(r for r, _ in vector)]))
         if not rids:
             return []
@@ -383,8 +410,11 @@ class SqliteMemory:
         meta = {int(r): (float(t), float(imp)) for r, t, imp, _ in meta_rows}
         texts = {int(r): str(c) for r, _, _, c in meta_rows}
         ranked = fuse(keyword, vector, meta, time.time(), self._weights)[: 4 * k]
-        vecs = self._vectors.vectors([c.rid for c in ranked]) if qvec is not None and self._vectors else None
-        picked = mmr(ranked, k, self._weights.mmr_lambda, vecs, texts)
+        if qvec is not None and self._vectors is not None:
+            missing = [c.rid for c in ranked if c.rid not in vecs]  # keyword-only hits
+            if missing:
+                vecs = {**vecs, **self._vectors.vectors(missing)}
+        picked = mmr(ranked, k, self._weights.mmr_lambda, vecs if qvec is not None else None, texts)
         items = self._items_by_rid([c.rid for c, _ in picked])
         hits = []
         for cand, mmr_score in picked:
@@ -397,6 +427,40 @@ class SqliteMemory:
             hits.append(SearchHit(item=items[cand.rid], score=cand.score, scores=scores,
                                   keyword_only=self._embedder is None))
         return hits
+
+    def _keyword_worker(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._keyword_pool is None:
+                self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pp-memory-bm25")
+            return self._keyword_pool
+
+    def _keyword_ranks(self, query: str, where: str, params: list[Any], pool: int) -> list[int]:
+        """rids of the ``pool`` best BM25 matches that pass the filter, best first.
+
+        FTS5 ranks its matches alone first (``LIMIT`` inside the subquery), so the join and
+        the filter touch a few hundred rows instead of every match. Matches of other owners,
+        tiers or statuses can crowd the limited list, so when the filter leaves fewer than
+        ``pool`` of a full list, the limit grows (x8) until it covers every match.
+        """
+        match = build_match_query(query.replace("\x00", " "))
+        if match is None:
+            return []
+        inner = "SELECT rowid, bm25(items_fts, 1.0, 0.3) AS score FROM items_fts WHERE items_fts MATCH ?"
+        limit = 4 * pool
+        while True:
+            rows = self._db.read_query(
+                f"SELECT f.rowid FROM ({inner} ORDER BY score LIMIT ?) f JOIN items i ON i.rid = f.rowid "
+                f"WHERE {where} ORDER BY f.score LIMIT ?",
+                [match, limit, *params, pool],
+            )
+            if len(rows) >= pool:
+                return [int(r) for (r,) in rows]
+            # Counting matches skips BM25 scoring and is cheap; it tells a short list from a cut one.
+            count = self._db.read_query("SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", (match,))
+            matched = int(count[0][0])
+            if matched <= limit:
+                return [int(r) for (r,) in rows]
+            limit = min(matched, limit * 8)
 
     def _items_by_rid(self, rids: Sequence[int]) -> dict[int, MemoryItem]:
         if not rids:
@@ -628,8 +692,6 @@ class SqliteMemory:
                 )
             if self._vectors is not None:
                 self._vectors.delete([r for r, _, _ in rows])
-        for _, _, owner in rows:
-            self._owner_counts.pop(owner, None)
         logger.info("%s: deleted %d memories", self.path, len(rows))
         return len(rows)
 

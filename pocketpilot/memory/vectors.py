@@ -1,31 +1,51 @@
-"""The vector side: sqlite-vec tables, quantisation, and the exact / bit + rerank search modes.
+"""The vector side: float vectors and sign bits in the store file, a hamming scan in RAM, exact rerank.
 
-vec0 scans every row (no ANN index), so cost grows linearly with a user's store. Measured
-here (FACTS.md, bench/bench_memory.py): float32 is exact and fine to ~20k items; int8 is no
-faster than float32 in vec0; a binary (1 bit per dim) scan over-fetching 40+ candidates and
-reranked exactly on the float vectors keeps ~0.99 recall@10 at a quarter of the cost. So a
-store keeps two vec0 tables — float32 (exact search, reranking, MMR) and bit (coarse scan) —
-and :class:`VectorIndex` picks the mode by the owner's item count.
+No ANN index: a query scans every vector of its owner, so cost grows linearly with the
+owner's store. What we measured (bench/bench_memory.py, FACTS.md), deciding the layout:
 
-Both tables partition by owner (a KNN never scans another owner's vectors) and carry ``tier``
-and ``live`` metadata so tier filters and superseded history are applied inside the KNN.
+- A scan over 1-bit-per-dimension codes, over-fetching 4x the wanted rows and reranked by
+  exact cosine on the float vectors, keeps ~0.99 of the exact top-k at a fraction of the cost
+  of a float scan; int8 is no faster than float in sqlite-vec.
+- sqlite-vec's ``vec0`` bit KNN took ~8x longer than numpy's XOR + popcount over the same codes
+  held in RAM (100k rows, same run), and reading a vec0 table back row by row took seconds.
+  The codes of 100k vectors are 4.8 MB, so each owner's codes are loaded once into RAM and
+  the scan is numpy.
+- A float vec0 table answers point lookups one statement at a time and turns ``rid IN (…)``
+  into a full scan, so the rerank shortlist comes from an ordinary table in one statement.
+
+Storage (schema 2, :mod:`._db`): ``items_emb(rid, embedding)`` float32, and
+``items_bits(owner, rid, tier, live, bits)`` clustered by owner. sqlite-vec's
+``vec_quantize_binary`` defines the bit layout (bit i of byte j = dimension 8j + i > 0);
+:func:`sign_bits` is its numpy twin.
+
+The RAM copy stays coherent with other connections and processes: ``PRAGMA data_version``
+says whether anyone else committed, a ``meta`` generation counter (bumped by every update and
+delete, in the same transaction) says whether rows changed or went away — then the owner's
+codes reload — and otherwise only rows with a higher rid than any loaded are read. Every
+result is re-filtered against ``items`` by the store anyway.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from ._db import Database
+from .models import TIERS
 
-__all__ = ["AUTO_EXACT_MAX", "VectorIndex", "VectorMode", "int8_scale"]
+__all__ = ["AUTO_EXACT_MAX", "RERANK_FACTOR", "VectorIndex", "VectorMode", "int8_scale", "sign_bits"]
 
 VectorMode = Literal["auto", "exact", "bit_rerank"]
-AUTO_EXACT_MAX = 20_000
-"""In ``auto`` mode, owners with more vectors than this use bit scan + exact rerank."""
-_MAX_K = 4096  # vec0's limit on k
+AUTO_EXACT_MAX = 2_000
+"""In ``auto`` mode, owners with more vectors than this use the bit scan + exact rerank."""
+RERANK_FACTOR = 4
+"""The bit scan shortlists this many times the wanted rows (at least 40) for the exact rerank."""
+_IN_CHUNK = 500  # bound parameters per IN (...) statement
+_TIER_CODE = {t: i for i, t in enumerate(TIERS)}
 
 
 def int8_scale(vectors: np.ndarray) -> np.ndarray:
@@ -34,71 +54,146 @@ def int8_scale(vectors: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(vectors / peak * 127.0), -127, 127).astype(np.int8)
 
 
+def sign_bits(vectors: np.ndarray) -> np.ndarray:
+    """1-bit codes of ``(n, dim)`` vectors, byte for byte what ``vec_quantize_binary`` returns."""
+    return np.packbits(np.asarray(vectors) > 0, axis=-1, bitorder="little")
+
+
+@dataclass
+class _OwnerCodes:
+    """One owner's codes in RAM, with what they were loaded against."""
+
+    rids: np.ndarray  # int64 (n,)
+    words: np.ndarray  # uint64 or uint8 (w, n): one contiguous row per code word, so the scan is w flat passes
+    tiers: np.ndarray  # uint8 (n,)
+    live: np.ndarray  # bool (n,)
+    max_rid: int
+    generation: int
+    seen: tuple[int, int]  # (PRAGMA data_version, local write count) at the last refresh
+    masks: dict[tuple[tuple[str, ...], bool], np.ndarray] = field(default_factory=dict)
+
+    def mask(self, tiers: Sequence[str], live_only: bool) -> np.ndarray:
+        """Rows in ``tiers`` (and live), cached per filter until the codes change."""
+        key = (tuple(tiers), live_only)
+        if key not in self.masks:
+            codes = np.array([_TIER_CODE[t] for t in tiers if t in _TIER_CODE], dtype=np.uint8)
+            keep = np.isin(self.tiers, codes)
+            self.masks[key] = keep & self.live if live_only else keep
+        return self.masks[key]
+
+    def hamming(self, qwords: np.ndarray) -> np.ndarray:
+        """Hamming distance of every row to the query's code words (uint16)."""
+        dist = np.bitwise_count(self.words[0] ^ qwords[0]).astype(np.uint16)
+        for j in range(1, len(qwords)):
+            dist += np.bitwise_count(self.words[j] ^ qwords[j])
+        return dist
+
+
 class VectorIndex:
-    """The vec0 tables of one store for one embedding dimension."""
+    """The vector tables of one store for one embedding dimension, plus the in-RAM codes."""
 
     def __init__(self, db: Database, dim: int, mode: VectorMode = "auto") -> None:
-        """Create the tables if missing (call after the schema migration)."""
+        """Bind to a migrated store (schema 2 created the tables)."""
         self._db = db
         self.dim = dim
         self.mode: VectorMode = mode
-        with db.transaction() as conn:
-            conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS items_vec USING vec0("
-                f"rid INTEGER PRIMARY KEY, owner TEXT PARTITION KEY, tier TEXT, live INTEGER, "
-                f"embedding float[{int(dim)}] distance_metric=cosine)"
-            )
-            conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS items_vbit USING vec0("
-                f"rid INTEGER PRIMARY KEY, owner TEXT PARTITION KEY, tier TEXT, live INTEGER, "
-                f"embedding bit[{int(dim)}])"
-            )
+        self._word = np.uint64 if dim % 64 == 0 else np.uint8
+        self._codes: dict[str, _OwnerCodes] = {}
+        self._writes = 0  # this connection's vector writes; data_version only counts other connections'
+        self._lock = threading.RLock()
 
     # ----------------------------------------------------------------- writes (inside a transaction)
 
     def add(self, rid: int, owner: str, tier: str, live: bool, vector: np.ndarray) -> None:
         """Insert one vector (call inside the store's write transaction)."""
-        blob = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+        self.add_many([(rid, owner, tier, live, vector)])
+
+    def add_many(self, rows: Sequence[tuple[int, str, str, bool, np.ndarray]]) -> None:
+        """Insert ``(rid, owner, tier, live, vector)`` rows, two statements in all (inside a transaction)."""
+        if not rows:
+            return
+        vecs = np.ascontiguousarray(np.stack([r[4] for r in rows]), dtype=np.float32)
+        bits = sign_bits(vecs)
         conn = self._db.conn
-        conn.execute(
-            "INSERT INTO items_vec(rid, owner, tier, live, embedding) VALUES (?, ?, ?, ?, ?)",
-            (rid, owner, tier, int(live), blob),
-        )
-        conn.execute(
-            "INSERT INTO items_vbit(rid, owner, tier, live, embedding) "
-            "VALUES (?, ?, ?, ?, vec_quantize_binary(?))",
-            (rid, owner, tier, int(live), blob),
-        )
+        conn.executemany("INSERT INTO items_emb(rid, embedding) VALUES (?, ?)",
+                         [(int(r[0]), vecs[i].tobytes()) for i, r in enumerate(rows)])
+        conn.executemany("INSERT INTO items_bits(owner, rid, tier, live, bits) VALUES (?, ?, ?, ?, ?)",
+                         [(r[1], int(r[0]), r[2], int(r[3]), bits[i].tobytes()) for i, r in enumerate(rows)])
+        self._writes += 1
 
     def update(self, rid: int, *, tier: str, live: bool) -> None:
         """Change the metadata of one vector (status or tier changed)."""
-        for table in ("items_vec", "items_vbit"):
-            self._db.conn.execute(f"UPDATE {table} SET tier = ?, live = ? WHERE rid = ?", (tier, int(live), rid))
+        self._db.conn.execute("UPDATE items_bits SET tier = ?, live = ? WHERE rid = ?", (tier, int(live), rid))
+        self._bump()
 
     def delete(self, rids: Sequence[int]) -> None:
         """Remove vectors from both tables."""
-        for table in ("items_vec", "items_vbit"):
-            self._db.conn.executemany(f"DELETE FROM {table} WHERE rid = ?", [(r,) for r in rids])
+        ids = [(int(r),) for r in rids]
+        self._db.conn.executemany("DELETE FROM items_emb WHERE rid = ?", ids)
+        self._db.conn.executemany("DELETE FROM items_bits WHERE rid = ?", ids)
+        self._bump()
+
+    def _bump(self) -> None:
+        self._db.conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('vec_generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+        self._writes += 1
 
     # ----------------------------------------------------------------- reads
 
     def vectors(self, rids: Sequence[int]) -> dict[int, np.ndarray]:
-        """Float vectors of ``rids`` (those that have one)."""
-        if not rids:
-            return {}
-        # One point lookup per rid: vec0 answers ``rid = ?`` from its rowid index but turns
-        # ``rid IN (...)`` into a full scan (measured: +50 ms at 100k rows).
+        """Float vectors of ``rids`` (those that have one), fetched in one statement per 500."""
         out: dict[int, np.ndarray] = {}
-        with self._db.lock:
-            for rid in rids:
-                row = self._db.conn.execute("SELECT embedding FROM items_vec WHERE rid = ?", (int(rid),)).fetchone()
-                if row is not None:
-                    out[int(rid)] = np.frombuffer(row[0], dtype=np.float32)
+        ids = [int(r) for r in dict.fromkeys(rids)]
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            rows = self._db.query(
+                f"SELECT rid, embedding FROM items_emb WHERE rid IN ({','.join('?' * len(chunk))})", chunk
+            )
+            for rid, blob in rows:
+                out[int(rid)] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     def count(self, owner: str) -> int:
-        """Live vectors of ``owner`` (what a scan has to read)."""
-        return int(self._db.scalar("SELECT count(*) FROM items WHERE owner = ? AND has_vector = 1", (owner,)))
+        """Vectors of ``owner`` (what a scan has to read)."""
+        return int(self._db.scalar("SELECT count(*) FROM items_bits WHERE owner = ?", (owner,)))
+
+    def _codes_for(self, owner: str) -> _OwnerCodes:
+        """The owner's codes, refreshed if anything committed since they were read."""
+        with self._db.lock, self._lock:
+            seen = (int(self._db.scalar("PRAGMA data_version")), self._writes)
+            codes = self._codes.get(owner)
+            if codes is not None and codes.seen == seen:
+                return codes
+            generation = int(self._db.scalar("SELECT value FROM meta WHERE key = 'vec_generation'") or 0)
+            if codes is None or codes.generation != generation:
+                codes = self._load(owner, -1, generation, seen)
+            else:
+                new = self._load(owner, codes.max_rid, generation, seen)
+                codes = _OwnerCodes(
+                    np.concatenate([codes.rids, new.rids]), np.concatenate([codes.words, new.words], axis=1),
+                    np.concatenate([codes.tiers, new.tiers]), np.concatenate([codes.live, new.live]),
+                    max(codes.max_rid, new.max_rid), generation, seen,
+                )
+            self._codes[owner] = codes
+            return codes
+
+    def _load(self, owner: str, after: int, generation: int, seen: tuple[int, int]) -> _OwnerCodes:
+        rows = self._db.query(
+            "SELECT rid, tier, live, bits FROM items_bits WHERE owner = ? AND rid > ? ORDER BY rid", (owner, after)
+        )
+        n, width = len(rows), self.dim // 8
+        raw = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.uint8).reshape(n, width)
+        return _OwnerCodes(
+            rids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=n),
+            words=np.ascontiguousarray(np.ascontiguousarray(raw).view(self._word).T),
+            tiers=np.fromiter((_TIER_CODE.get(r[1], 255) for r in rows), dtype=np.uint8, count=n),
+            live=np.fromiter((bool(r[2]) for r in rows), dtype=bool, count=n),
+            max_rid=int(rows[-1][0]) if rows else after,
+            generation=generation,
+            seen=seen,
+        )
 
     def search(
         self,
@@ -110,35 +205,34 @@ class VectorIndex:
         live_only: bool = True,
         mode: VectorMode | None = None,
         owner_count: int | None = None,
-    ) -> list[tuple[int, float]]:
-        """Top-``k`` ``(rid, cosine similarity)`` of ``owner``'s vectors, best first."""
+    ) -> tuple[list[tuple[int, float]], dict[int, np.ndarray]]:
+        """Top-``k`` ``(rid, cosine similarity)`` of ``owner``'s vectors, best first.
+
+        ``owner_count`` is accepted for callers that track it; the in-RAM codes know the
+        count themselves.
+
+        Returns:
+            The ranked hits, and the float vectors that were read for them (the caller's MMR
+            reuses them instead of reading them again).
+        """
         mode = mode or self.mode
-        if mode == "auto":
-            n = owner_count if owner_count is not None else self.count(owner)
-            mode = "exact" if n <= AUTO_EXACT_MAX else "bit_rerank"
-        k = max(1, min(k, _MAX_K))
-        blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
-        marks = ",".join("?" * len(tiers))
-        where = f"embedding MATCH {{q}} AND k = ? AND owner = ? AND tier IN ({marks})"
-        params: list[object] = [blob, k, owner, *tiers]
-        if live_only:
-            where += " AND live = 1"
-        if mode == "exact":
-            rows = self._db.query(
-                f"SELECT rid, distance FROM items_vec WHERE {where.format(q='?')} ORDER BY distance", params
-            )
-            return [(int(r), 1.0 - float(d)) for r, d in rows]
-        # Coarse hamming scan, then exact cosine on the float vectors of the shortlist.
-        params[1] = min(_MAX_K, max(4 * k, 40))
-        rows = self._db.query(
-            f"SELECT rid FROM items_vbit WHERE {where.format(q='vec_quantize_binary(?)')} ORDER BY distance",
-            params,
-        )
-        shortlist = [int(r) for (r,) in rows]
-        vecs = self.vectors(shortlist)
+        q = np.asarray(query, dtype=np.float32)
+        codes = self._codes_for(owner)
+        keep = codes.mask(tiers, live_only)
+        n = int(keep.sum())
+        if n == 0:
+            return [], {}
+        m = max(RERANK_FACTOR * k, 40)
+        if mode == "exact" or (mode == "auto" and n <= AUTO_EXACT_MAX) or m >= n:
+            shortlist = codes.rids[keep]
+        else:
+            dist = codes.hamming(sign_bits(q).view(self._word))
+            dist[~keep] = np.iinfo(np.uint16).max
+            shortlist = codes.rids[np.argpartition(dist, m - 1)[:m]]
+        vecs = self.vectors(shortlist.tolist())
         if not vecs:
-            return []
+            return [], {}
         ids = list(vecs)
-        sims = np.stack([vecs[i] for i in ids]) @ np.asarray(query, dtype=np.float32)
+        sims = np.stack([vecs[i] for i in ids]) @ q
         order = np.argsort(-sims)[:k]
-        return [(ids[i], float(sims[i])) for i in order]
+        return [(ids[i], float(sims[i])) for i in order], vecs

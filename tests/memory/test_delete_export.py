@@ -23,8 +23,8 @@ def _index_counts(path, rid):
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     fts = conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH '\"zanzibar\"'").fetchone()[0]
-    vec = conn.execute("SELECT count(*) FROM items_vec WHERE rid = ?", (rid,)).fetchone()[0]
-    vbit = conn.execute("SELECT count(*) FROM items_vbit WHERE rid = ?", (rid,)).fetchone()[0]
+    vec = conn.execute("SELECT count(*) FROM items_emb WHERE rid = ?", (rid,)).fetchone()[0]
+    vbit = conn.execute("SELECT count(*) FROM items_bits WHERE rid = ?", (rid,)).fetchone()[0]
     base = conn.execute("SELECT count(*) FROM items WHERE rid = ?", (rid,)).fetchone()[0]
     conn.close()
     return base, fts, vec, vbit
