@@ -10,12 +10,14 @@ import click
 from ..errors import PocketPilotError
 from .adapter import adapter
 from .bench import bench
+from .checkpoint import checkpoint
 from .devices import devices, simphone
 from .diagnose import diagnose
 from .export import export, release
 from .memory import memory
 from .models import models
 from .review import review
+from .rollout import rollout
 from .run import demo, run
 from .trace import trace
 
@@ -31,7 +33,8 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose, devices, simphone):
+for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose, devices, simphone,
+                checkpoint, rollout):
     cli.add_command(command)
 
 

@@ -140,29 +140,79 @@ class LlamaCppPlanner:
                 await asyncio.shield(asyncio.to_thread(self._load_sync))
 
     def _load_sync(self) -> None:
-        from llama_cpp import Llama
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
         t0 = time.monotonic()
-        try:
-            llm = Llama(model_path=os.fspath(self.model_path), **self._kwargs)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ModelIntegrityError(str(self.model_path), f"llama.cpp could not load it: {exc}") from exc
-        template = llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise PlannerBackendError(f"{self.model_path.name} has no chat template; use an instruct model")
-        eos_id, bos_id = llm.token_eos(), llm.token_bos()
-        self._formatter = Jinja2ChatFormatter(
-            template=template,
-            eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
-            bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
-        )
+        llm, formatter = self._open_sync(self.model_path, self._kwargs)
+        self._formatter = formatter
         if self._quant is None:
             self._quant = quant_type_name(llm.metadata)
         if self._sha256 is None:
             self._sha256 = cached_sha256(self.model_path)
         self._llm = llm
         logger.info("loaded %s (%s) in %.1fs", self.model_path.name, self._quant, time.monotonic() - t0)
+
+    @staticmethod
+    def _open_sync(model_path: Path, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """A loaded ``Llama`` and its chat formatter, or a typed error (shared by load and swap)."""
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        try:
+            llm = Llama(model_path=os.fspath(model_path), **kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelIntegrityError(str(model_path), f"llama.cpp could not load it: {exc}") from exc
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            llm.close()
+            raise PlannerBackendError(f"{model_path.name} has no chat template; use an instruct model")
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+            bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+        )
+        return llm, formatter
+
+    async def swap_model(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        lora_path: str | os.PathLike[str] | None = None,
+        sha256: str | None = None,
+        quant_type: str | None = None,
+    ) -> None:
+        """Replace the model (and LoRA) between steps: a checkpoint promotion or rollback.
+
+        The new model loads off the event loop while the current one keeps serving; only the
+        pointer exchange happens under the generation lock, so a swap never interleaves with a
+        generation in flight. If the new files fail to load, nothing changes and the error
+        (ModelIntegrityError or PlannerBackendError) propagates.
+        """
+        new_path = Path(model_path)
+        check_gguf_header(new_path)
+        kwargs = dict(self._kwargs)
+        kwargs.pop("lora_path", None)
+        if lora_path is not None:
+            kwargs["lora_path"] = os.fspath(lora_path)
+        async with self._load_lock:  # one load or swap at a time
+            fut = asyncio.ensure_future(asyncio.to_thread(self._open_sync, new_path, kwargs))
+            try:
+                llm, formatter = await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                await asyncio.wait({fut})  # never orphan the loading thread or the model it made
+                if not fut.cancelled() and fut.exception() is None:
+                    await asyncio.to_thread(fut.result()[0].close)
+                raise
+            async with self._gen_lock:
+                old = self._llm
+                self._llm, self._formatter, self._kwargs = llm, formatter, kwargs
+                self.model_path = new_path
+                self._sha256, self._quant = sha256, quant_type or quant_type_name(llm.metadata)
+                self._grammars.clear()  # grammars were checked against the previous vocabulary
+            if self._sha256 is None:
+                self._sha256 = await asyncio.to_thread(cached_sha256, new_path)
+            if old is not None:
+                await asyncio.to_thread(old.close)
+        logger.info("swapped in %s%s", new_path.name, f" + {Path(lora_path).name}" if lora_path else "")
 
     # ------------------------------------------------------------------ planning
 
@@ -297,4 +347,4 @@ class LlamaCppPlanner:
         async with self._gen_lock:
             llm, self._llm = self._llm, None
             if llm is not None:
-                await asyncio.to_thread(llm.close) if hasattr(llm, "close") else None
+                await asyncio.to_thread(llm.close)

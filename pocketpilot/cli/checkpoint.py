@@ -1,0 +1,113 @@
+"""`pocketpilot checkpoint import|list|promote|rollback`: trained checkpoints back into service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import click
+
+from ..tasks import load_suite
+from ..trainer_bridge.checkpoints import (
+    DEFAULT_PROBES,
+    ImportOptions,
+    ParityBounds,
+    Registry,
+    import_checkpoint,
+)
+
+__all__ = ["checkpoint"]
+
+checkpoint = click.Group("checkpoint", help="Import, gate, list and roll back trained GGUF checkpoints.")
+
+_registry_option = click.option(
+    "--registry", "registry_dir", type=click.Path(file_okay=False), default=None,
+    help="Registry directory (default: <pocketpilot home>/checkpoints).",
+)
+
+
+def _registry(registry_dir: str | None) -> Registry:
+    return Registry(registry_dir)
+
+
+@checkpoint.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--base", default=None, help="Base model: catalogue name or GGUF path (default: the serving version).")
+@click.option("--quantize", default=None, help="Quantize a model with llama.cpp first (e.g. Q4_K_M); parity compares to FILE.")
+@click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Parity reference model (an adapter is applied to it too).")
+@click.option("--sha256", "expected_sha256", default=None, help="The trainer's sha256 of FILE; a mismatch rejects it.")
+@click.option("--probes", type=click.IntRange(1, len(DEFAULT_PROBES)), default=len(DEFAULT_PROBES), show_default=True,
+              help="Parity probe prompts to use.")
+@click.option("--min-top1", type=float, default=ParityBounds().min_top1_agreement, show_default=True)
+@click.option("--max-kl", type=float, default=ParityBounds().max_mean_kl, show_default=True)
+@click.option("--dev-tasks", type=click.IntRange(0), default=5, show_default=True,
+              help="Dev-split tasks for the no-regression gate (0 skips it).")
+@click.option("--max-regression", type=float, default=0.0, show_default=True)
+@click.option("--promote/--no-promote", default=True, show_default=True, help="Serve it once every gate passed.")
+@_registry_option
+def import_(file: str, base: str | None, quantize: str | None, reference: str | None, expected_sha256: str | None,
+            probes: int, min_top1: float, max_kl: float, dev_tasks: int, max_regression: float, promote: bool,
+            registry_dir: str | None) -> None:
+    """Verify FILE (GGUF model or LoRA adapter), gate it, and register it as a version."""
+    options = ImportOptions(
+        base=base, quantize=quantize, reference=Path(reference) if reference else None,
+        expected_sha256=expected_sha256, parity_bounds=ParityBounds(min_top1_agreement=min_top1, max_mean_kl=max_kl),
+        probes=DEFAULT_PROBES[:probes], dev_tasks=load_suite("dev")[:dev_tasks] if dev_tasks else (),
+        max_regression=max_regression, promote=promote,
+    )
+    result = asyncio.run(import_checkpoint(file, options, registry=_registry(registry_dir)))
+    v = result.version
+    click.echo(f"{v.id}: {v.kind} {Path(v.source).name} sha256 {v.source_sha256[:16]}… -> {v.state}")
+    if result.parity:
+        p = result.parity
+        click.echo(f"parity: top-1 agreement {p.top1_agreement:.3f}, mean KL {p.mean_kl:.4f} "
+                   f"({p.prompts} prompts, {p.positions} positions, {p.wall_s:.1f}s)")
+    if result.dev:
+        d = result.dev
+        click.echo(f"dev: {d.candidate_success_rate:.0%} vs serving {d.serving_success_rate:.0%} "
+                   f"on {len(d.tasks)} tasks ({d.wall_s:.1f}s)")
+    for line in result.skipped:
+        click.echo(f"skipped {line}")
+
+
+@checkpoint.command("list")
+@click.option("--json", "as_json", is_flag=True, help="The registry as JSON.")
+@_registry_option
+def list_(as_json: bool, registry_dir: str | None) -> None:
+    """Every registered version with its state and gate results."""
+    reg = _registry(registry_dir)
+    if as_json:
+        click.echo(json.dumps(reg.dump(), indent=2))
+        return
+    for v in reg.versions():
+        parity = v.gates.get("parity")
+        dev = v.gates.get("dev")
+        figures = []
+        if parity:
+            figures.append(f"top1 {parity['top1_agreement']:.3f} KL {parity['mean_kl']:.4f}")
+        if dev:
+            figures.append(f"dev {dev['candidate_success_rate']:.0%}/{dev['serving_success_rate']:.0%}")
+        click.echo(f"{v.id:>4} {v.state:<9} {v.kind:<7} {v.quant_type or '-':<7} {v.source_sha256[:12]} "
+                   f"{Path(v.source).name}  {'; '.join(figures)}")
+
+
+@checkpoint.command("promote")
+@click.argument("version")
+@_registry_option
+def promote(version: str, registry_dir: str | None) -> None:
+    """Serve VERSION (its files are re-hashed first)."""
+    reg = _registry(registry_dir)
+    reg.verify(reg.get(version))
+    v = reg.promote(version)
+    click.echo(f"serving {v.id}")
+
+
+@checkpoint.command("rollback")
+@click.option("--to", "to", default=None, help="Version to serve (default: the one that served before).")
+@_registry_option
+def rollback(to: str | None, registry_dir: str | None) -> None:
+    """Serve the previous version again (its files are re-hashed first)."""
+    v = _registry(registry_dir).rollback(to)
+    click.echo(f"serving {v.id}")
