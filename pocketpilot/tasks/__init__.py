@@ -12,6 +12,7 @@ Use::
 from __future__ import annotations
 
 from .loader import build_state, check_splits, check_task, exposed_tools, load_suite, load_task, parse_task
+from .memory_seed import TASK_USER, TaskMemory, open_task_memory, prior_conversation
 from .oracle import oracle_actions, run_actions, run_oracle
 from .run import TaskRun, prepare
 from .spec import (
@@ -20,7 +21,10 @@ from .spec import (
     CallPattern,
     Capability,
     Criterion,
+    DelegateCriterion,
+    DelegateStep,
     Group,
+    MemorySeed,
     NoCallCriterion,
     OracleStep,
     OrderCriterion,
@@ -33,18 +37,23 @@ from .spec import (
 from .verify import check_criterion, matches, verify
 
 __all__ = [
+    "TASK_USER",
     "AnswerCriterion",
     "CallCriterion",
     "CallPattern",
     "Capability",
     "Criterion",
+    "DelegateCriterion",
+    "DelegateStep",
     "Group",
+    "MemorySeed",
     "NoCallCriterion",
     "OracleStep",
     "OrderCriterion",
     "Split",
     "StateCriterion",
     "StopCriterion",
+    "TaskMemory",
     "TaskRun",
     "TaskSpec",
     "UnchangedCriterion",
@@ -56,9 +65,11 @@ __all__ = [
     "load_suite",
     "load_task",
     "matches",
+    "open_task_memory",
     "oracle_actions",
     "parse_task",
     "prepare",
+    "prior_conversation",
     "run_actions",
     "run_oracle",
     "verify",

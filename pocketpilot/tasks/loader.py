@@ -8,6 +8,7 @@ splits (a test task leaking into dev would inflate every figure measured on it).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from ..executor.sandbox import PhoneState, SandboxPhone, check_path, default_sta
 from .spec import (
     CallCriterion,
     NoCallCriterion,
+    OracleStep,
     OrderCriterion,
     Split,
     StateCriterion,
@@ -43,6 +45,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _SPLITS = ("dev", "evolve", "test")
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML was built with it (10x faster on the bundled suite)."""
 _CATALOGUE = SandboxPhone()  # tool and app names only; its state is never used
 
 
@@ -130,11 +134,21 @@ def check_task(task: TaskSpec, source: str | None = None) -> None:
             except ValueError as exc:
                 raise TaskSpecError(where, f"{label}: bad path {exc}") from exc
     for i, step in enumerate(task.oracle):
-        names = [step.call] if step.call else [p.tool for p in step.batch or []]
-        for name in names:
-            if name not in exposed:
-                raise TaskSpecError(where, f"oracle[{i}]: calls {name!r}, which the task does not expose")
+        _check_oracle_step(step, exposed, where, f"oracle[{i}]")
+        if step.delegate is not None:
+            for name in step.delegate.tools:
+                if name not in exposed:
+                    raise TaskSpecError(where, f"oracle[{i}]: delegates {name!r}, which the task does not expose")
+            for j, sub in enumerate(step.delegate.steps):
+                _check_oracle_step(sub, set(step.delegate.tools) or exposed, where, f"oracle[{i}].delegate.steps[{j}]")
     build_state(task, where)
+
+
+def _check_oracle_step(step: OracleStep, exposed: set[str], where: str, label: str) -> None:
+    names = [step.call] if step.call else [p.tool for p in step.batch or []]
+    for name in names:
+        if name not in exposed:
+            raise TaskSpecError(where, f"{label}: calls {name!r}, which the task does not expose")
 
 
 def parse_task(data: Any, source: str) -> TaskSpec:
@@ -161,7 +175,7 @@ def load_task(path: str | Path) -> TaskSpec:
     except OSError as exc:
         raise TaskSpecError(str(p), f"cannot read: {exc.strerror or exc}") from exc
     try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.load(text, Loader=_YAML_LOADER)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         first = str(exc).strip().splitlines()
         raise TaskSpecError(
@@ -195,6 +209,15 @@ def check_splits(tasks: Iterable[TaskSpec]) -> None:
         goals.setdefault(key, task)
 
 
+@functools.lru_cache(maxsize=1)
+def _bundled() -> tuple[TaskSpec, ...]:
+    """The bundled suite, parsed and checked once per process (specs are frozen, so sharing is safe)."""
+    root = resources.files("pocketpilot.tasks") / "data"
+    with resources.as_file(root) as base:
+        files = sorted(Path(base).glob("*.yaml")) + sorted(Path(base).glob("*.json"))
+        return tuple(load_task(f) for f in files)
+
+
 def load_suite(split: Split | None = None, directory: str | Path | None = None) -> list[TaskSpec]:
     """Load every task of the bundled suite (or of ``directory``), optionally one split only.
 
@@ -207,10 +230,7 @@ def load_suite(split: Split | None = None, directory: str | Path | None = None) 
     if split is not None and split not in _SPLITS:
         raise TaskSpecError("suite", f"unknown split {split!r}; splits: {', '.join(_SPLITS)}")
     if directory is None:
-        root = resources.files("pocketpilot.tasks") / "data"
-        with resources.as_file(root) as base:
-            files = sorted(Path(base).glob("*.yaml")) + sorted(Path(base).glob("*.json"))
-            tasks = [load_task(f) for f in files]
+        tasks = list(_bundled())
     else:
         files = sorted(Path(directory).glob("*.yaml")) + sorted(Path(directory).glob("*.json"))
         tasks = [load_task(f) for f in files]

@@ -9,7 +9,9 @@ from typing import Any
 
 from ..contracts import Episode, Verdict
 from ..executor.sandbox import PhoneState, SandboxExecutor, SandboxPhone
+from ..memory import Embedder
 from .loader import build_state, check_task, exposed_tools, load_task
+from .memory_seed import TaskMemory, open_task_memory
 from .spec import TaskSpec
 from .verify import verify
 
@@ -29,6 +31,13 @@ class TaskRun:
     executor: SandboxExecutor
     initial: PhoneState = field(repr=False)
     """Snapshot of the start state; the verifier diffs the phone's final state against it."""
+    memory: TaskMemory | None = None
+    """The task's seeded memory store, when prepared with ``memory=True`` (close it with :meth:`close`)."""
+
+    def close(self) -> None:
+        """Release the memory store, if any."""
+        if self.memory is not None:
+            self.memory.close()
 
     async def verifier(self, episode: Episode) -> Verdict:
         """Judge ``episode`` on the phone's current (final) state."""
@@ -38,11 +47,13 @@ class TaskRun:
         return iter((self.phone, self.executor, self.verifier))
 
 
-def prepare(task: TaskSpec | str | Path) -> TaskRun:
+def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embedder | None = None) -> TaskRun:
     """Build the task's phone and executor (only the task's tools exposed) and its verifier.
 
     Args:
         task: A spec, or a path to a task file.
+        memory: Also open a fresh in-memory store seeded with the task's memories.
+        embedder: The store's vector backend (None: keyword-only retrieval).
 
     Raises:
         TaskSpecError: if the task is invalid.
@@ -52,4 +63,5 @@ def prepare(task: TaskSpec | str | Path) -> TaskRun:
         check_task(spec)
     phone = SandboxPhone(build_state(spec))
     executor = SandboxExecutor(phone, exposed_tools(spec))
-    return TaskRun(task=spec, phone=phone, executor=executor, initial=phone.snapshot())
+    seeded = open_task_memory(spec, embedder=embedder) if memory else None
+    return TaskRun(task=spec, phone=phone, executor=executor, initial=phone.snapshot(), memory=seeded)

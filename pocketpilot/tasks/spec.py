@@ -21,6 +21,7 @@ Example (YAML)::
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -33,7 +34,10 @@ __all__ = [
     "CallPattern",
     "Capability",
     "Criterion",
+    "DelegateCriterion",
+    "DelegateStep",
     "Group",
+    "MemorySeed",
     "NoCallCriterion",
     "OracleStep",
     "OrderCriterion",
@@ -46,7 +50,7 @@ __all__ = [
 
 Split = Literal["dev", "evolve", "test"]
 Group = Literal["tool_use", "memory", "skills", "subagent"]
-"""The report's four capability groups; this issue ships tool_use tasks only."""
+"""The report's four capability groups."""
 Capability = Literal[
     "single_tool",
     "multi_step",
@@ -57,6 +61,13 @@ Capability = Literal[
     "conditional",
     "only_missing",
     "safety",
+    "recall",
+    "reconcile_intent",
+    "resume_verified",
+    "distractor_memory",
+    "precondition_order",
+    "branch_order",
+    "delegation",
 ]
 """What a task is built to exercise (bench reports success per capability)."""
 
@@ -81,6 +92,28 @@ class CallPattern(_Spec):
             return self.tool
         inner = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
         return f"{self.tool}({inner})"
+
+
+class MemorySeed(_Spec):
+    """One memory the task's world starts with (seeded into a fresh store before the run).
+
+    With the harness it is retrievable evidence in the task's store; without it, the same
+    memory becomes a message of earlier conversation (a ``user_statement`` as the user's turn,
+    anything else as the assistant's), so both configurations receive the same information.
+    """
+
+    content: str = Field(min_length=1, max_length=4000)
+    tier: Literal["user", "episodic", "long_term", "prospective"] = "episodic"
+    category: str | None = Field(default=None, max_length=40)
+    source: Literal["user_statement", "tool_result", "inference", "episode", "consolidation"] = "user_statement"
+    """Provenance: where the memory came from (sets its default trust)."""
+    created_at: datetime
+    """When the evidence was observed (the sandbox clock is 2025-03-14 09:30 +01:00)."""
+    owner: str = Field(default="user", pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+    """Whose memory it is; the run acts for ``user``, so another owner's items are never visible."""
+    trust: float | None = Field(default=None, ge=0.0, le=1.0)
+    due_condition: str | None = Field(default=None, max_length=200)
+    """Prospective tier: the condition that makes the intent due."""
 
 
 class _Criterion(_Spec):
@@ -180,6 +213,22 @@ class AnswerCriterion(_Criterion):
         return self
 
 
+class DelegateCriterion(_Criterion):
+    """A ``delegate`` action whose sub-agent finished (confirmed) with matching instruction/artifacts.
+
+    ``artifacts`` match as a subset (values by case-insensitive containment); ``artifact_values``
+    must each appear in some artifact whatever its key, so a task can require that an id
+    produced earlier was handed to the sub-agent explicitly without dictating the key's name.
+    """
+
+    kind: Literal["delegated"] = "delegated"
+    instruction: str | None = None
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    artifact_values: list[str] = Field(default_factory=list)
+    confirmed: bool = True
+    min_count: int = Field(default=1, ge=1)
+
+
 Criterion = Annotated[
     StateCriterion
     | CallCriterion
@@ -187,27 +236,34 @@ Criterion = Annotated[
     | OrderCriterion
     | UnchangedCriterion
     | StopCriterion
-    | AnswerCriterion,
+    | AnswerCriterion
+    | DelegateCriterion,
     Field(discriminator="kind"),
 ]
 
 
+_STEP_KINDS = ("call", "batch", "memory_search", "delegate", "finish", "ask_user", "refuse")
+
+
 class OracleStep(_Spec):
-    """One step of a known-good run: a call (or a batch), or a final finish/ask_user/refuse."""
+    """One step of a known-good run: a call (or a batch), a memory search, a delegation, or a stop."""
 
     call: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
     batch: list[CallPattern] | None = None
     """Independent calls run as one parallel step."""
+    memory_search: str | None = None
+    """A memory query (needs the harness's memory)."""
+    delegate: DelegateStep | None = None
     finish: str | None = None
     ask_user: str | None = None
     refuse: str | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> OracleStep:
-        set_ = [k for k in ("call", "batch", "finish", "ask_user", "refuse") if getattr(self, k) is not None]
+        set_ = [k for k in _STEP_KINDS if getattr(self, k) is not None]
         if len(set_) != 1:
-            raise ValueError("an oracle step is exactly one of call, batch, finish, ask_user, refuse")
+            raise ValueError("an oracle step is exactly one of " + ", ".join(_STEP_KINDS))
         if self.args and self.call is None:
             raise ValueError("args belong to a call step")
         return self
@@ -215,7 +271,28 @@ class OracleStep(_Spec):
     @property
     def is_final(self) -> bool:
         """Whether this step ends the episode."""
-        return self.call is None and self.batch is None
+        return self.finish is not None or self.ask_user is not None or self.refuse is not None
+
+
+class DelegateStep(_Spec):
+    """A delegation in an oracle: the instruction, tools and artifacts, and the sub-agent's own steps."""
+
+    instruction: str = Field(min_length=1, max_length=500)
+    tools: list[str] = Field(default_factory=list, max_length=16)
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    steps: list[OracleStep] = Field(min_length=1)
+    """The sub-agent's run; it must end with finish for the delegation to be confirmed."""
+
+    @model_validator(mode="after")
+    def _ends(self) -> DelegateStep:
+        if not self.steps[-1].is_final or any(s.is_final for s in self.steps[:-1]):
+            raise ValueError("a delegated run ends with exactly one final step")
+        if any(s.delegate is not None for s in self.steps):
+            raise ValueError("a sub-agent cannot delegate further")
+        return self
+
+
+OracleStep.model_rebuild()
 
 
 class TaskSpec(_Spec):
@@ -234,8 +311,8 @@ class TaskSpec(_Spec):
     """A partial patch deep-merged over ``default_state(seed)`` (lists are replaced whole)."""
     tools: list[str] | Literal["all"] = "all"
     """Exposed tools: tool names or app names (an app stands for all its tools), or all."""
-    memory: list[dict[str, Any]] = Field(default_factory=list)
-    """Memory seeds for memory-group tasks (not used by tool_use tasks)."""
+    memory: list[MemorySeed] = Field(default_factory=list)
+    """Memories the task's world starts with (see :class:`MemorySeed`)."""
     max_steps: int = Field(default=10, ge=1, le=100)
     criteria: list[Criterion] = Field(min_length=1)
     oracle: list[OracleStep] = Field(default_factory=list)

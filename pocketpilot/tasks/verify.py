@@ -13,6 +13,7 @@ from typing import Any
 from ..contracts import (
     AskUser,
     CriterionResult,
+    Delegate,
     Episode,
     Finish,
     Refuse,
@@ -26,6 +27,7 @@ from .spec import (
     CallCriterion,
     CallPattern,
     Criterion,
+    DelegateCriterion,
     NoCallCriterion,
     OrderCriterion,
     StateCriterion,
@@ -81,8 +83,35 @@ def _call_matches(call: ToolCall, pattern: CallPattern) -> bool:
     return call.name == pattern.tool and matches(call.arguments, pattern.args)
 
 
-def _calls(episode: Episode) -> list[tuple[int, ToolCall, ToolResult | None]]:
-    return episode.tool_calls()
+Position = tuple[int, ...]
+"""Where a call happened: ``(step,)`` in the episode, ``(step, child_step)`` inside a sub-agent."""
+
+
+def _calls(episode: Episode) -> list[tuple[Position, ToolCall, ToolResult | None]]:
+    """Every tool call in order, sub-agents' calls included at their parent's delegate step.
+
+    A sub-agent acts on the same world, so its calls count as the episode's evidence; their
+    position keeps the order inside the child, and a parent step before the delegation sorts
+    before them.
+    """
+    out: list[tuple[Position, ToolCall, ToolResult | None]] = []
+    for step in episode.steps:
+        for i, call in _step_calls(step):
+            out.append(((step.index,), call, step.results[i] if i < len(step.results) else None))
+        for child in step.children:
+            for pos, call, res in _calls(child):
+                out.append(((step.index, *pos), call, res))
+    return out
+
+
+def _step_calls(step: Any) -> list[tuple[int, ToolCall]]:
+    action = step.action
+    calls = getattr(action, "calls", None) if action is not None and action.kind == "tool_call" else None
+    return list(enumerate(calls or []))
+
+
+def _where(pos: Position) -> str:
+    return f"step {pos[0]}" + "".join(f".{p}" for p in pos[1:])
 
 
 def _state(c: StateCriterion, final: dict[str, Any]) -> CriterionResult:
@@ -135,13 +164,13 @@ def _no_call(c: NoCallCriterion, episode: Episode) -> CriterionResult:
     bad = [(i, call) for i, call, _ in _calls(episode) if _call_matches(call, c)]
     if not bad:
         return CriterionResult(name=name, passed=True, detail="never attempted")
-    step, call = bad[0]
+    pos, call = bad[0]
     return CriterionResult(
-        name=name, passed=False, detail=f"attempted at step {step}: {_short(call.arguments, 80)}"
+        name=name, passed=False, detail=f"attempted at {_where(pos)}: {_short(call.arguments, 80)}"
     )
 
 
-def _first_ok(episode: Episode, pattern: CallPattern) -> int | None:
+def _first_ok(episode: Episode, pattern: CallPattern) -> Position | None:
     for step, call, res in _calls(episode):
         if _call_matches(call, pattern) and res is not None and res.ok:
             return step
@@ -156,12 +185,12 @@ def _order(c: OrderCriterion, episode: Episode) -> CriterionResult:
     if then is None:
         return CriterionResult(name=name, passed=False, detail=f"no successful {c.after.label()}")
     if first < then:
-        return CriterionResult(name=name, passed=True, detail=f"step {first} before step {then}")
+        return CriterionResult(name=name, passed=True, detail=f"{_where(first)} before {_where(then)}")
     how = "in the same parallel batch as" if first == then else "after"
     return CriterionResult(
         name=name,
         passed=False,
-        detail=f"{c.before.label()} (step {first}) came {how} {c.after.label()} (step {then})",
+        detail=f"{c.before.label()} ({_where(first)}) came {how} {c.after.label()} ({_where(then)})",
     )
 
 
@@ -218,6 +247,31 @@ def _answer(c: AnswerCriterion, episode: Episode) -> CriterionResult:
     return CriterionResult(name=name, passed=False, detail=f"{why} in summary {_short(action.summary, 100)}")
 
 
+def _delegated(c: DelegateCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or "delegated" + (f" {c.instruction!r}" if c.instruction else "") + (
+        f" with artifacts {_short(c.artifacts, 60)}" if c.artifacts else ""
+    ) + (f" passing {', '.join(c.artifact_values)}" if c.artifact_values else "")
+    seen: list[str] = []
+    hits = 0
+    for step in episode.steps:
+        if not isinstance(step.action, Delegate):
+            continue
+        child = step.children[0] if step.children else None
+        confirmed = child is not None and child.stop_reason == "finish"
+        ok_instr = c.instruction is None or c.instruction.lower() in step.action.instruction.lower()
+        values = [v.lower() for v in step.action.artifacts.values()]
+        ok_art = matches(step.action.artifacts, c.artifacts) and all(
+            any(want.lower() in v for v in values) for want in c.artifact_values
+        )
+        if ok_instr and ok_art and (confirmed or not c.confirmed):
+            hits += 1
+        seen.append(f"step {step.index}: artifacts {_short(step.action.artifacts, 60)}, confirmed={confirmed}")
+    if hits >= c.min_count:
+        return CriterionResult(name=name, passed=True, detail=f"{hits} matching delegation(s)")
+    detail = "; ".join(seen[:3]) if seen else "no delegate action"
+    return CriterionResult(name=name, passed=False, detail=detail)
+
+
 def check_criterion(
     criterion: Criterion,
     initial: PhoneState,
@@ -239,6 +293,8 @@ def check_criterion(
         return _unchanged(criterion, initial, final)
     if isinstance(criterion, StopCriterion):
         return _stop(criterion, episode)
+    if isinstance(criterion, DelegateCriterion):
+        return _delegated(criterion, episode)
     return _answer(criterion, episode)
 
 

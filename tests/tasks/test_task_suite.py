@@ -22,7 +22,7 @@ IDS = [t.id for t in SUITE]
 
 
 def test_suite_size_and_coverage() -> None:
-    assert len(SUITE) >= 30
+    assert len(SUITE) >= 150
     capabilities = Counter(t.capability for t in SUITE)
     for needed in (
         "single_tool",
@@ -32,11 +32,58 @@ def test_suite_size_and_coverage() -> None:
         "clarification",
         "conditional",
         "only_missing",
+        # the capability benchmark's behaviours
+        "recall",
+        "reconcile_intent",
+        "resume_verified",
+        "distractor_memory",
+        "precondition_order",
+        "branch_order",
+        "delegation",
     ):
         assert capabilities[needed] >= 2, needed
     assert {t.split for t in SUITE} == {"dev", "evolve", "test"}
     assert len({d for t in SUITE for d in t.domains}) >= 8
-    assert all(t.group == "tool_use" for t in SUITE)
+    groups = Counter(t.group for t in SUITE)
+    assert set(groups) == {"tool_use", "memory", "skills", "subagent"}
+    assert groups["tool_use"] >= 38  # the original tool-use tasks stay
+    for group in groups:  # every group is measured on the held-out split
+        assert any(t.group == group for t in load_suite("test")), group
+
+
+def test_memory_tasks_seed_memories_and_subagent_tasks_delegate() -> None:
+    for task in SUITE:
+        if task.group == "memory" and task.capability != "clarification":
+            assert task.memory, task.id
+        if task.group == "subagent":
+            assert any(s.delegate for s in task.oracle), task.id
+            assert any(c.kind == "delegated" for c in task.criteria), task.id
+
+
+def test_misleading_acknowledgements_contradict_the_starting_state() -> None:
+    """A resume task seeds an assistant claim ("done") that the live state does not back up."""
+    resume = [t for t in SUITE if t.capability == "resume_verified"]
+    assert len(resume) >= 4
+    for task in resume:
+        assert any(m.source == "episode" for m in task.memory), task.id
+    undone = 0
+    for task in resume:
+        run = prepare(task)
+        verdict = verify_now(task, run)
+        undone += not verdict.success
+    assert undone >= len(resume) - 1  # at most one task whose claim happens to be true
+
+
+def verify_now(task: TaskSpec, run):  # type: ignore[no-untyped-def]
+    from pocketpilot.tasks import verify
+    from pocketpilot.contracts import Episode, EpisodeHeader, PlannerInfo
+
+    episode = Episode(
+        header=EpisodeHeader(episode_id="x", request=task.goal, planner=PlannerInfo(backend="scripted", model="x")),
+        steps=[],
+        stop_reason="finish",
+    )
+    return verify(task, run.initial, run.phone.snapshot(), episode)
 
 
 def test_splits_are_disjoint_and_complete() -> None:
@@ -72,6 +119,8 @@ async def test_clarification_tasks_fail_when_the_agent_guesses(task: TaskSpec) -
         "send_sms": {"to": "Alice Chen", "body": "On my way"},
         "create_alarm": {"time": "07:30"},
         "start_cast": {"target": "Living Room TV"},
+        "create_note": {"title": "Meeting room", "body": "room 4"},
+        "create_event": {"title": "Trip", "date": "2025-04-10", "start_time": "09:00"},
     }[tool]
     episode = await run_actions(
         run,

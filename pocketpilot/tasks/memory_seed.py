@@ -1,0 +1,123 @@
+"""A task's memories, two ways: seeded into a fresh store (harness) or as earlier conversation (bare).
+
+The benchmark compares one planner with and without its harness on the same information.
+With the harness, a task's :class:`~pocketpilot.tasks.spec.MemorySeed` items become real
+memories in a per-task :class:`~pocketpilot.memory.SqliteMemory` (provenance, trust, owner,
+access checks, hybrid retrieval). Without it, the very same items are replayed as raw messages
+of an earlier conversation, oldest dropped first when they exceed the context budget, as a
+plain chat model would have them.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from ..harness.base import ChatMessage
+from ..memory import AccessPolicy, Caller, Embedder, MemoryCandidate, Provenance, SessionMemory, SqliteMemory, VerifyPolicy
+from ..memory.models import WriteResult
+from .spec import MemorySeed, TaskSpec
+
+__all__ = ["TASK_USER", "TaskMemory", "open_task_memory", "prior_conversation", "render_seed"]
+
+logger = logging.getLogger(__name__)
+
+TASK_USER = "user"
+"""The owner a task run acts for; seeds of any other owner must stay invisible to it."""
+
+_SEED_POLICY = VerifyPolicy(max_age=timedelta(days=365 * 100))
+"""Seeds are dated on the sandbox clock (March 2025), not the wall clock: a task must not turn
+"stale" because the machine's calendar moved on."""
+
+
+@dataclass
+class TaskMemory:
+    """A task's seeded store, and the session view the harness uses."""
+
+    store: SqliteMemory
+    session: SessionMemory
+    seeded: list[WriteResult] = field(default_factory=list)
+    """One result per seed, in the task's order."""
+
+    def close(self) -> None:
+        """Close the store (a ``:memory:`` store is gone afterwards)."""
+        self.store.close()
+
+
+def _candidate(seed: MemorySeed, task_id: str, index: int) -> MemoryCandidate:
+    return MemoryCandidate(
+        content=seed.content,
+        tier=seed.tier,
+        category=seed.category,
+        due_condition=seed.due_condition,
+        provenance=Provenance(
+            source=seed.source,
+            session_id=f"seed:{task_id}",
+            observed_at=seed.created_at,
+            trust=seed.trust,
+            evidence=f"task:{task_id}/memory[{index}]",
+        ),
+    )
+
+
+def open_task_memory(
+    task: TaskSpec, *, embedder: Embedder | None = None, path: str | Path = ":memory:", session_id: str | None = None
+) -> TaskMemory:
+    """Create a fresh store, write every seed as its owner, and bind a session acting for :data:`TASK_USER`.
+
+    Seeds are written in order through the store's normal capture path (verification included),
+    so a later seed with the same key supersedes an earlier one exactly as in deployment.
+
+    Args:
+        task: The task whose ``memory`` seeds the store.
+        embedder: Vector backend; None gives keyword-only (BM25) retrieval.
+        path: Store file; the default is a throwaway in-memory store.
+        session_id: Recorded in recall tags (default: the task id).
+    """
+    service, admin = secrets.token_hex(16), secrets.token_hex(16)
+    store = SqliteMemory(path, AccessPolicy(service, admin), embedder=embedder, verify_policy=_SEED_POLICY)
+    try:
+        results: list[WriteResult] = []
+        for index, seed in enumerate(task.memory):
+            caller = Caller.service(service, acting_for=seed.owner)
+            results.append(store.write(caller, _candidate(seed, task.id, index)))
+    except BaseException:
+        store.close()
+        raise
+    caller = Caller.service(service, acting_for=TASK_USER)
+    session = SessionMemory(store, caller, session_id or task.id)
+    logger.debug("%s: seeded %d memories (%s)", task.id, len(results), [r.status for r in results])
+    return TaskMemory(store=store, session=session, seeded=results)
+
+
+def render_seed(seed: MemorySeed) -> ChatMessage:
+    """A seed as a message of earlier conversation: the user's own words, or the assistant's."""
+    when = seed.created_at.strftime("%Y-%m-%d %H:%M")
+    role = "user" if seed.source == "user_statement" else "assistant"
+    return ChatMessage(role=role, content=f"({when}) {seed.content}", section="prior")
+
+
+def prior_conversation(task: TaskSpec, count_tokens: Callable[[str], int], budget: int) -> list[ChatMessage]:
+    """The task user's memories as earlier conversation, oldest first, fitted to ``budget`` tokens.
+
+    Only :data:`TASK_USER`'s seeds appear (another person's memories were never in this user's
+    conversation). When they do not fit, the oldest messages are dropped first, whole.
+    """
+    seeds = sorted((s for s in task.memory if s.owner == TASK_USER), key=lambda s: s.created_at)
+    messages = [render_seed(s) for s in seeds]
+    kept: list[ChatMessage] = []
+    used = 0
+    for message in reversed(messages):
+        cost = count_tokens(message.content)
+        if used + cost > budget:
+            break
+        kept.append(message)
+        used += cost
+    kept.reverse()
+    if len(kept) < len(messages):
+        logger.debug("%s: %d oldest earlier messages dropped for budget", task.id, len(messages) - len(kept))
+    return kept

@@ -1,0 +1,89 @@
+"""The two configurations the bench compares: the harness, and a fair bare planner."""
+
+from __future__ import annotations
+
+from pocketpilot.contracts import ToolCall
+from pocketpilot.evaluation import HarnessKit, load_harness_kit, run_task
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.tasks import load_suite
+
+SUITE = {t.id: t for t in load_suite()}
+FINISH = {"kind": "finish", "summary": "done"}
+
+
+async def test_bare_context_holds_memories_as_conversation_and_nothing_else() -> None:
+    task = SUITE["mem-distractor-brightness-other-owner"]
+    planner = ScriptedPlanner([FINISH])
+    _, outcome = await run_task(task, planner, mode="bare")
+    request = planner.requests[0]
+    roles = [m.role for m in request.messages]
+    assert roles[0] == "system" and request.messages[-1].content == task.goal
+    prior = request.messages[1:-1]
+    assert [m.section for m in prior] == ["prior"]
+    assert "My evening brightness is 30." in prior[0].content  # the user's own memory, as conversation
+    text = "\n".join(m.content for m in request.messages)
+    assert "brightness is 90" not in text  # another owner's memory was never this user's conversation
+    system = request.messages[0].content
+    assert "Recalled memories" not in system and "Guidance:" not in system  # no retrieval, no adapter guidance
+    assert "memory_search" not in request.kinds and "load_skill" not in request.kinds
+    assert request.skills == []
+    assert {t.name for t in request.tools} == {t.name for t in planner.requests[0].tools}
+    assert {t.name for t in request.tools} >= {"get_settings", "set_brightness"}  # every exposed tool, with its schema
+    assert outcome.mode == "bare"
+
+
+async def test_harness_context_recalls_memories_and_offers_memory_and_skills() -> None:
+    task = SUITE["mem-distractor-brightness-other-owner"]
+    planner = ScriptedPlanner([FINISH])
+    kit = load_harness_kit()
+    episode, _ = await run_task(task, planner, mode="harness", kit=kit)
+    request = planner.requests[0]
+    assert [m.role for m in request.messages] == ["system", "user"]  # nothing prepended as conversation
+    system = request.messages[0].content
+    assert "Recalled memories" in system and "My evening brightness is 30." in system
+    assert "brightness is 90" not in system
+    assert "memory_search" in request.kinds
+    if kit.library is not None:
+        assert "load_skill" in request.kinds and request.skills
+    if kit.eta is not None:  # adapter guidance, filtered to the exposed tools, under a recorded η
+        assert "Guidance:" in system and "get_settings" in system.split("Guidance:")[1]
+        assert "start_cast" not in system.split("Guidance:")[1]
+        assert episode.header.eta_version == kit.eta_version
+
+
+async def test_gates_stop_a_precondition_violation_only_with_the_harness() -> None:
+    """start_cast over an active cast without checking it first: blocked by the harness, executed bare."""
+    task = SUITE["skill-precond-switch-office"]
+    kit = load_harness_kit()
+    if kit.library is None:  # pragma: no cover - skills ship with the package
+        return
+    call = {"kind": "tool_call", "calls": [{"name": "start_cast", "arguments": {"target": "Office Display"}}]}
+    episode, harness = await run_task(task, ScriptedPlanner([call, FINISH]), mode="harness", kit=kit)
+    result = episode.steps[0].results[0]
+    assert not result.ok and result.error.code == "precondition_failed"
+    assert harness.gate_violations == 0
+    episode, bare = await run_task(task, ScriptedPlanner([call, FINISH]), mode="bare", kit=kit)
+    assert episode.steps[0].results[0].error.code == "conflict"  # it reached the executor
+    assert bare.gate_violations == 1
+
+
+def test_an_empty_kit_declares_nothing_and_counts_nothing() -> None:
+    kit = HarnessKit()
+    assert kit.skills is None and kit.gates_for(["power_off"]) == []
+    assert kit.session_kwargs(["power_off"]) == {"guidance": [], "skills": None, "gates": [], "eta_version": None}
+    assert kit.describe()["skills"] is None and kit.violations is not None
+
+
+async def test_subagent_oracle_delegates_and_passes_artifacts_through_the_harness() -> None:
+    from pocketpilot.tasks import oracle_actions
+
+    task = SUITE["sub-note-id-to-jordan"]
+    episode, outcome = await run_task(task, ScriptedPlanner(oracle_actions(task)))
+    assert outcome.success, episode.verdict
+    delegations = [s for s in episode.steps if s.action and s.action.kind == "delegate"]
+    assert len(delegations) == 2 and all(s.children and s.results[0].ok for s in delegations)
+    assert delegations[1].action.artifacts == {"note_id": "note-4"}
+    assert "note-4" in str(delegations[0].results[0].data)  # the id came back from the first sub-agent
+    assert ToolCall(name="send_sms", arguments={"to": "Jordan Kim", "body": "The note id is note-4."}) == (
+        delegations[1].children[0].steps[0].action.calls[0]
+    )

@@ -1,0 +1,103 @@
+"""The bench's saved output: JSON schema, Markdown table, and the CLI that writes them."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pocketpilot.cli import bench as bench_cli
+from pocketpilot.errors import UsageError
+from pocketpilot.evaluation import BENCH_SCHEMA, BenchReport, HarnessKit, run_comparison
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.tasks import load_suite, oracle_actions
+
+SUITE = {t.id: t for t in load_suite()}
+FINISH = {"kind": "finish", "summary": "done"}
+METRICS = {"tasks", "success_rate", "mean_progress", "mean_steps", "mean_output_tokens", "mean_wall_s", "gate_violations"}
+
+
+async def _comparison() -> BenchReport:
+    # harness: the oracle of each task (passes); bare: finish straight away (fails an action task)
+    tasks = [SUITE["settings-wifi-off"], SUITE["mem-recall-night-brightness"]]
+    script: list = []
+    for task in tasks:
+        script.append(FINISH)  # bare first, interleaved per task
+        script.extend(oracle_actions(task))
+    planner = ScriptedPlanner(script)
+    return await run_comparison(tasks, planner, split="mixed", kit=HarnessKit())
+
+
+async def test_comparison_json_schema_and_lift() -> None:
+    report = await _comparison()
+    data = json.loads(json.dumps(report.to_json(), allow_nan=False))  # strict JSON: no NaN
+    assert data["schema"] == BENCH_SCHEMA
+    assert set(data) == {"schema", "planner", "split", "task_ids", "kit", "runs", "lift_points"}
+    assert data["task_ids"] == ["settings-wifi-off", "mem-recall-night-brightness"]
+    assert set(data["runs"]) == {"bare", "harness"}
+    for mode, run in data["runs"].items():
+        assert set(run) == {"by_group", "by_capability", "outcomes"}
+        assert set(run["by_group"]) == {"tool_use", "memory", "ALL"}
+        for row in run["by_group"].values():
+            assert set(row) == METRICS
+        assert all(o["mode"] == mode for o in run["outcomes"])
+        assert {"task_id", "group", "success", "steps", "completion_tokens", "wall_s", "gate_violations"} <= set(run["outcomes"][0])
+    assert data["runs"]["harness"]["by_group"]["ALL"]["success_rate"] == 1.0
+    assert data["runs"]["bare"]["by_group"]["ALL"]["success_rate"] == 0.0
+    assert data["lift_points"] == {"tool_use": 100.0, "memory": 100.0, "ALL": 100.0}
+    assert data["runs"]["bare"]["by_group"]["ALL"]["gate_violations"] is None  # empty kit: nothing declared
+    assert data["kit"]["skills"] is None
+
+
+async def test_markdown_table_has_a_row_per_group_and_the_lift() -> None:
+    table = (await _comparison()).markdown()
+    lines = table.splitlines()
+    assert lines[0].startswith("| group | tasks | bare success |") and lines[0].endswith("lift (pts) |")
+    assert any(line.startswith("| memory | 1 | 0.0% |") for line in lines)
+    assert lines[[i for i, line in enumerate(lines) if line.startswith("| ALL")][0]].endswith("+100.0 |")
+    assert "gate violations reaching the executor: bare n/a, harness n/a" in table
+
+
+def test_one_mode_report_has_no_lift() -> None:
+    report = BenchReport(planner={}, split=None, task_ids=[], kit={}, runs={})
+    assert report.lift() == {}
+
+
+def test_cli_compare_writes_json_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task_ids = ["clarify-which-tv", "settings-wifi-off"]  # suite order
+    monkeypatch.setattr(bench_cli, "build_planner", lambda *a, **k: ScriptedPlanner([FINISH] * 4))
+    out, md = tmp_path / "bench.json", tmp_path / "bench.md"
+    args = ["--compare", "--no-embedder", "--out", str(out), "--markdown", str(md)]
+    for t in task_ids:
+        args += ["--task-id", t]
+    result = CliRunner().invoke(bench_cli.bench, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["task_ids"] == task_ids and set(data["runs"]) == {"bare", "harness"}
+    assert "[bare 1/2]" in result.output and "[harness 2/2]" in result.output
+    assert md.read_text().startswith("| group |")
+    assert not math.isnan(data["runs"]["harness"]["by_group"]["ALL"]["success_rate"])
+
+
+def test_cli_refuses_contradictory_flags_and_empty_selections() -> None:
+    runner = CliRunner()
+    result = runner.invoke(bench_cli.bench, ["--compare", "--no-harness"])
+    assert isinstance(result.exception, UsageError)
+    with pytest.raises(UsageError):
+        bench_cli.select_tasks("test", ("no-such-task",), (), None)
+
+
+def test_stratified_subset_takes_evenly_spaced_tasks_of_every_group() -> None:
+    tasks = bench_cli.select_tasks("test", (), (), None, per_group=2)
+    groups = [t.group for t in tasks]
+    assert sorted(set(groups)) == ["memory", "skills", "subagent", "tool_use"]
+    assert all(groups.count(g) == 2 for g in set(groups))
+    assert {t.split for t in tasks} == {"test"}
+
+
+def test_threads_must_be_positive() -> None:
+    with pytest.raises(UsageError, match="--threads"):
+        bench_cli._with_threads(ScriptedPlanner([]), "qwen2.5-coder-0.5b", 0)
