@@ -16,7 +16,12 @@ import statistics
 import time
 
 from pocketpilot.tasks import load_suite
-from pocketpilot.trainer_bridge.rollouts import RayRolloutPool, ScriptedPlannerFactory, collect_local, collect_ray
+from pocketpilot.trainer_bridge.rollouts import (
+    RayRolloutPool,
+    ScriptedPlannerFactory,
+    collect_local,
+    collect_ray,
+)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+from ._version import __version__ as __version__
 from .contracts import (
     Action,
     Episode,
@@ -24,10 +25,8 @@ from .errors import (
     ToolFailure,
     UsageError,
 )
-from ._version import __version__
 from .executor.tools import ToolRegistry, tool
 from .harness.session import HarnessConfig, Session
-
 
 __all__ = [
     "Action",

@@ -10,6 +10,7 @@ import click
 
 from ..contracts import Step, ToolCall, ToolSpec
 from ..errors import UsageError
+from ..executor.sandbox import SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
     CallbackConfirmation,
@@ -22,7 +23,6 @@ from ..harness import (
 )
 from ..model_store import pocketpilot_home
 from ..tasks import load_suite, load_task, prepare
-from ..executor.sandbox import SandboxExecutor, SandboxPhone
 from ._planner import build_planner, planner_options
 from .render import render_step, render_verdict
 

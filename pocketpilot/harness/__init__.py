@@ -1,6 +1,16 @@
 """The asyncio harness: context assembly, the run loop, guards, planners."""
 
-from .base import ChatMessage, ConfirmationPolicy, Executor, MemoryStore, Planner, PlannerOutput, PlanRequest, SkillStore, Verifier
+from .base import (
+    ChatMessage,
+    ConfirmationPolicy,
+    Executor,
+    MemoryStore,
+    Planner,
+    PlannerOutput,
+    PlanRequest,
+    SkillStore,
+    Verifier,
+)
 from .confirm import AllowAll, CallbackConfirmation, DenyAll
 from .context import ContextBudget
 from .session import HarnessConfig, Session

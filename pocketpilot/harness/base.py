@@ -7,7 +7,16 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contracts import Action, Episode, PlannerInfo, PlannerTurn, RetrievedMemory, ToolCall, ToolResult, ToolSpec
+from ..contracts import (
+    Action,
+    Episode,
+    PlannerInfo,
+    PlannerTurn,
+    RetrievedMemory,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
 
 __all__ = [
     "ChatMessage",

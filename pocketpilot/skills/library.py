@@ -17,7 +17,7 @@ from pathlib import Path
 from ..harness.base import ToolGate
 from .errors import SkillError, UnknownSkillError
 from .gates import PreconditionGate
-from .skill import SKILL_FILE, LoadedSkill, Skill, read_skill
+from .skill import LoadedSkill, Skill, read_skill
 
 __all__ = ["SkillLibrary", "builtin_library_path"]
 

@@ -18,7 +18,16 @@ from datetime import timedelta
 from pathlib import Path
 
 from ..harness.base import ChatMessage
-from ..memory import AccessPolicy, Caller, Embedder, MemoryCandidate, Provenance, SessionMemory, SqliteMemory, VerifyPolicy
+from ..memory import (
+    AccessPolicy,
+    Caller,
+    Embedder,
+    MemoryCandidate,
+    Provenance,
+    SessionMemory,
+    SqliteMemory,
+    VerifyPolicy,
+)
 from ..memory.models import WriteResult
 from .spec import MemorySeed, TaskSpec
 

@@ -37,7 +37,16 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..adapters import AddNote, Eta, MapTool, Revision, RevisionError, RoutingNote, apply_revision, render_diff
+from ..adapters import (
+    AddNote,
+    Eta,
+    MapTool,
+    Revision,
+    RevisionError,
+    RoutingNote,
+    apply_revision,
+    render_diff,
+)
 from ..adapters.kit import session_kwargs
 from ..errors import UsageError
 from ..harness import AllowAll, HarnessConfig, Planner, Session

@@ -20,7 +20,6 @@ no extension is loaded.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sqlite3
 import time

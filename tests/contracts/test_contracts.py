@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from pocketpilot.contracts import (
     ACTION_ADAPTER,
     ACTION_KINDS,
+    CriterionResult,
     Episode,
     EpisodeHeader,
     PlannerInfo,
@@ -17,7 +18,6 @@ from pocketpilot.contracts import (
     ToolResult,
     ToolSpec,
     Verdict,
-    CriterionResult,
 )
 from pocketpilot.errors import ContractError, PlannerOutputError
 from pocketpilot.harness.action_schema import action_json_schema, parse_action

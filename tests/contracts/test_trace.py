@@ -5,9 +5,9 @@ import json
 import pytest
 
 from pocketpilot.errors import TraceError
+from pocketpilot.executor import ToolRegistry, tool
 from pocketpilot.harness import HarnessConfig, Session
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.executor import ToolRegistry, tool
 from pocketpilot.trace import actions_from_openai, episode_to_openai, read_trace
 
 

@@ -7,7 +7,16 @@ import time
 import pytest
 
 from pocketpilot.contracts import (
-    Episode, EpisodeHeader, Finish, PlannerInfo, RetrievedMemory, Step, ToolCall, ToolCallAction, ToolResult, Verdict,
+    Episode,
+    EpisodeHeader,
+    Finish,
+    PlannerInfo,
+    RetrievedMemory,
+    Step,
+    ToolCall,
+    ToolCallAction,
+    ToolResult,
+    Verdict,
 )
 from pocketpilot.harness.base import MemoryStore
 from pocketpilot.memory import MemoryCandidate, MemoryContentError, Provenance, SessionMemory

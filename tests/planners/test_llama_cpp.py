@@ -10,11 +10,10 @@ import pytest
 from pocketpilot.contracts import SamplerSettings
 from pocketpilot.errors import ModelIntegrityError, PlannerOutputError
 from pocketpilot.harness import AllowAll, HarnessConfig, Session
-from pocketpilot.harness.base import PlannerOutput, PlanRequest
+from pocketpilot.harness.base import ChatMessage, PlannerOutput, PlanRequest
 from pocketpilot.harness.context import ContextAssembler, ContextBudget
-from pocketpilot.harness.base import ChatMessage
 from pocketpilot.harness.planners import LlamaCppPlanner
-from pocketpilot.model_store import CATALOGUE, ModelStore
+from pocketpilot.model_store import CATALOGUE
 from pocketpilot.tasks import load_suite, prepare
 
 pytestmark = pytest.mark.slow

@@ -75,8 +75,8 @@ def test_misleading_acknowledgements_contradict_the_starting_state() -> None:
 
 
 def verify_now(task: TaskSpec, run):  # type: ignore[no-untyped-def]
-    from pocketpilot.tasks import verify
     from pocketpilot.contracts import Episode, EpisodeHeader, PlannerInfo
+    from pocketpilot.tasks import verify
 
     episode = Episode(
         header=EpisodeHeader(episode_id="x", request=task.goal, planner=PlannerInfo(backend="scripted", model="x")),

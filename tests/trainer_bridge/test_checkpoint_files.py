@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _checkpoint_gguf import write_tiny_model
 
 from pocketpilot.errors import ModelIntegrityError, PocketPilotError
 from pocketpilot.trainer_bridge.checkpoints import (
@@ -16,8 +17,6 @@ from pocketpilot.trainer_bridge.checkpoints import (
     read_gguf_info,
     write_lora_adapter,
 )
-
-from _checkpoint_gguf import write_tiny_model
 
 
 @pytest.fixture

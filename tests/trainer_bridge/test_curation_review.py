@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -8,11 +7,11 @@ from click.testing import CliRunner
 
 from pocketpilot.cli.review import review as review_cli
 from pocketpilot.contracts import CriterionResult, Finish, Refuse, ToolResult, Verdict
+from pocketpilot.tasks import load_suite
 from pocketpilot.trainer_bridge.curation import content_hash, curate, curate_one
 from pocketpilot.trainer_bridge.curation_pii import find_pii
 from pocketpilot.trainer_bridge.export_synthetic import make_episode
 from pocketpilot.trainer_bridge.review import CurationStore, ReviewError, ReviewNotFoundError
-from pocketpilot.tasks import load_suite
 
 OK = Verdict(success=True, criteria=[CriterionResult(name="a", passed=True)])
 BAD = Verdict(success=False, criteria=[CriterionResult(name="state x", passed=False, detail="x is 1")])

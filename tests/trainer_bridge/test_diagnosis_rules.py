@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pocketpilot.adapters import Eta, RevisionStore, RoutingNote, SkillEntry, ToolEntry, apply_revision, load_eta, save_eta
+from pocketpilot.adapters import (
+    Eta,
+    RevisionStore,
+    RoutingNote,
+    SkillEntry,
+    ToolEntry,
+    apply_revision,
+    load_eta,
+    save_eta,
+)
 from pocketpilot.cli.diagnose import diagnose as diagnose_cli
 from pocketpilot.contracts import (
     AskUser,
@@ -16,7 +25,6 @@ from pocketpilot.contracts import (
     LoadSkill,
     MemorySearch,
     RetrievedMemory,
-    ToolError,
     ToolResult,
     Verdict,
 )

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _checkpoint_gguf import write_tiny_model
 
 from pocketpilot.errors import ModelIntegrityError
 from pocketpilot.harness.planners import LlamaCppPlanner
@@ -21,8 +22,6 @@ from pocketpilot.trainer_bridge.checkpoints import (
     parity_gate,
     write_lora_adapter,
 )
-
-from _checkpoint_gguf import write_tiny_model
 
 
 def test_compare_logits_agreement_and_kl() -> None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from _checkpoint_gguf import write_tiny_model
 from click.testing import CliRunner
 
 from pocketpilot.cli.checkpoint import checkpoint
@@ -26,8 +27,6 @@ from pocketpilot.trainer_bridge.checkpoints import (
     write_lora_adapter,
 )
 from pocketpilot.trainer_bridge.rollouts import ScriptedPlannerFactory
-
-from _checkpoint_gguf import write_tiny_model
 
 DEV = load_suite("dev")[:3]
 

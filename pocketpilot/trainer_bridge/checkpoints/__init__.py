@@ -13,7 +13,15 @@ from .errors import (
 from .gguf_info import GgufInfo, TensorInfo, TokenizerFingerprint, read_gguf_info
 from .importer import ImportOptions, ImportResult, import_checkpoint
 from .lora_writer import write_lora_adapter
-from .parity import DEFAULT_PROBES, ModelTarget, ParityBounds, ParityReport, compare_logits, measure_parity, parity_gate
+from .parity import (
+    DEFAULT_PROBES,
+    ModelTarget,
+    ParityBounds,
+    ParityReport,
+    compare_logits,
+    measure_parity,
+    parity_gate,
+)
 from .quantize import QUANT_TYPES, quantize_gguf
 from .registry import ModelVersion, Registry, VersionState
 from .swap import ServingSwitch, SwappablePlanner
