@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contracts import Episode, RetrievedMemory
+from .contracts import Episode, RetrievedMemory, Step
 from .harness import AllowAll, HarnessConfig, Planner, Session, SkillStore
 from .harness.base import ToolGate
 from .memory import Embedder
@@ -303,6 +303,7 @@ async def run_task(
     embedder: Embedder | None = None,
     kit: HarnessKit | None = None,
     prior_budget: int = PRIOR_BUDGET,
+    on_step: Callable[[Step], None] | None = None,
 ) -> tuple[Episode, TaskOutcome]:
     """Run one task on a fresh sandbox phone, in one configuration, and verify it.
 
@@ -315,6 +316,7 @@ async def run_task(
         embedder: Vector backend of the task's memory store (harness mode); None is keyword-only.
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
         prior_budget: Token budget of the earlier conversation (bare mode).
+        on_step: Called with each step as it is recorded (the CLI prints it).
     """
     t0 = time.monotonic()
     run = prepare(task, memory=mode == "harness", embedder=embedder)
@@ -335,6 +337,7 @@ async def run_task(
                 verifier=run.verifier,
                 trace_dir=trace_dir,
                 task_id=task.id,
+                on_step=on_step,
             )
         else:
             prior = prior_conversation(task, planner.count_tokens, prior_budget)
@@ -347,6 +350,7 @@ async def run_task(
                 trace_dir=trace_dir,
                 task_id=task.id,
                 prior=prior,
+                on_step=on_step,
             )
         episode = await session.run(task.goal)
     finally:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ..contracts import Step, ToolCall, ToolSpec
+from ..contracts import Episode, Step, ToolCall, ToolSpec
 from ..errors import UsageError
+from ..evaluation import load_harness_kit, run_task
 from ..executor.sandbox import SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
@@ -22,7 +24,7 @@ from ..harness import (
     Session,
 )
 from ..model_store import pocketpilot_home
-from ..tasks import load_suite, load_task, prepare
+from ..tasks import load_suite, load_task
 from ._planner import build_planner, planner_options
 from .render import render_step, render_verdict
 
@@ -43,14 +45,7 @@ def _confirmation(yes: bool) -> ConfirmationPolicy:
     return DenyAll()
 
 
-async def _run(session: Session, planner: Planner, request: str) -> None:
-    try:
-        episode = await session.run(request)
-    finally:
-        await planner.aclose()
-        closer = getattr(session.executor, "aclose", None)
-        if closer is not None:
-            await closer()  # stops the device-side uiautomator2 server
+def _report(episode: Episode, trace: str | Path | None) -> None:
     click.echo(f"\nstopped: {episode.stop_reason} — {episode.stop_detail}")
     usage = episode.usage()
     click.echo(
@@ -58,42 +53,69 @@ async def _run(session: Session, planner: Planner, request: str) -> None:
         f"{usage['completion_tokens']} generated"
     )
     click.echo(render_verdict(episode.verdict))
-    if session.trace_path:
-        click.echo(f"trace: {session.trace_path}")
+    if trace:
+        click.echo(f"trace: {trace}")
+
+
+def _show(step: Step) -> None:
+    click.echo(render_step(step))
 
 
 def _execute(request: str | None, task_file: str | None, task_id: str | None, planner: Planner,
              yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None) -> None:
-    def show(step: Step) -> None:
-        click.echo(render_step(step))
-
-    if task_file or task_id:
+    """Run with the full harness: skills and their gates, η guidance, and (for tasks) seeded memory."""
+    kit = load_harness_kit()
+    if (task_file or task_id) and device is None:
         task = load_task(task_file) if task_file else _suite_task(task_id or "")
-        prepared = prepare(task)
-        executor, verifier = prepared.executor, prepared.verifier
-        request = request or task.goal
-        steps = max_steps or task.max_steps
-        click.echo(f"task {task.id} [{task.capability}]: {request}")
-    else:
-        if not request:
-            raise UsageError("give a REQUEST, --task FILE or --task-id ID")
-        executor, verifier, steps = SandboxExecutor(SandboxPhone()), None, max_steps or 15
-        click.echo(f"request: {request}")
+        if request:
+            task = task.model_copy(update={"goal": request})
+        click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}")
+        click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
+        config = HarnessConfig(max_steps=max_steps or task.max_steps)
+
+        async def go() -> None:
+            try:
+                episode, outcome = await run_task(task, planner, trace_dir=trace_dir, config=config, kit=kit,
+                                                  on_step=_show)
+            finally:
+                await planner.aclose()
+            _report(episode, outcome.trace)
+
+        asyncio.run(go())
+        return
+    if not request:
+        raise UsageError("give a REQUEST, --task FILE or --task-id ID")
     if device is not None:
-        # A task's verifier reads sandbox state, which a device does not expose.
-        executor, verifier = device, None
+        # A device exposes other tools and no sandbox state to verify: skills' gates still apply.
+        executor: Executor = device
+        extra: dict[str, Any] = {"gates": kit.gates_for([t.name for t in device.tools()])}
+        click.echo(f"request: {request}")
+    else:
+        executor = SandboxExecutor(SandboxPhone())
+        extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False)
+        click.echo(f"request: {request}")
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
     session = Session(
         planner,
         executor,
-        config=HarnessConfig(max_steps=steps),
-        confirm=AllowAll() if task_file or task_id else _confirmation(yes),
-        verifier=verifier,
+        config=HarnessConfig(max_steps=max_steps or 15),
+        confirm=_confirmation(yes),
         trace_dir=trace_dir,
-        task_id=(task_id or None),
-        on_step=show,
+        on_step=_show,
+        **extra,
     )
-    asyncio.run(_run(session, planner, request))
+
+    async def go_free() -> None:
+        try:
+            episode = await session.run(request)
+        finally:
+            await planner.aclose()
+            closer = getattr(executor, "aclose", None)
+            if closer is not None:
+                await closer()  # stops the device-side uiautomator2 server
+        _report(episode, session.trace_path)
+
+    asyncio.run(go_free())
 
 
 def _suite_task(task_id: str):  # type: ignore[no-untyped-def]
