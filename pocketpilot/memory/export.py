@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..contracts import Episode, Step
+from ..contracts import Episode, MemorySearch, Step, ToolResult
 from .access import Caller
 from .store import SqliteMemory
 
@@ -41,10 +41,22 @@ def scrub_episode(episode: Episode, deleted_ids: Iterable[str]) -> Episode:
     if not deleted:
         return episode
 
+    def scrub_result(result: ToolResult) -> ToolResult:
+        # The planner saw the hits as a memory_search result too; exports are built from it.
+        data = result.data
+        if not (isinstance(data, dict) and isinstance(data.get("memories"), list)):
+            return result
+        kept = [m for m in data["memories"] if not (isinstance(m, dict) and m.get("id") in deleted)]
+        return result.model_copy(update={"data": {**data, "memories": kept}})
+
     def scrub_step(step: Step) -> Step:
+        results = step.results
+        if isinstance(step.action, MemorySearch):
+            results = [scrub_result(r) for r in step.results]
         return step.model_copy(
             update={
                 "retrieved": [m for m in step.retrieved if m.id not in deleted],
+                "results": results,
                 "children": [scrub_episode(child, deleted) for child in step.children],
             }
         )

@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contracts import Episode, MemorySearch, ToolResult, utcnow
+from ..contracts import Episode, MemorySearch, utcnow
 from ..errors import PocketPilotError, UsageError
 from ..memory import SHARED_OWNER, scrub_episode
 from ..tasks import TaskSpec
@@ -119,33 +119,22 @@ def episode_users(episode: Episode) -> set[str]:
 def scrub_deleted(episode: Episode, deleted_ids: Iterable[str]) -> tuple[Episode, list[str]]:
     """Remove deleted memories from ``episode``; returns (scrubbed, texts of removed memories).
 
-    :func:`pocketpilot.memory.scrub_episode` clears ``Step.retrieved``; the same memories also
-    sit in the ``memory_search`` result the planner saw, which is what the exported messages
-    are built from, so they are filtered there too.
+    :func:`pocketpilot.memory.scrub_episode` does the scrubbing (``Step.retrieved`` and the
+    ``memory_search`` results the planner saw); the removed texts let the release check that
+    none of them survives anywhere else in the exported records.
     """
     deleted = set(deleted_ids)
     if not deleted:
         return episode, []
     removed = [m.content for s in episode.steps for m in s.retrieved if m.id in deleted]
-    scrubbed = scrub_episode(episode, deleted)
-    steps = []
-    for step in scrubbed.steps:
-        if isinstance(step.action, MemorySearch) and step.results:
-            results = []
+    for step in episode.steps:
+        if isinstance(step.action, MemorySearch):
             for res in step.results:
                 data = res.data
                 if isinstance(data, dict) and isinstance(data.get("memories"), list):
-                    kept = []
-                    for m in data["memories"]:
-                        if isinstance(m, dict) and m.get("id") in deleted:
-                            removed.append(str(m.get("content", "")))
-                        else:
-                            kept.append(m)
-                    res = ToolResult.model_validate({**res.model_dump(mode="json"), "data": {**data, "memories": kept}})
-                results.append(res)
-            step = step.model_copy(update={"results": results})
-        steps.append(step)
-    return scrubbed.model_copy(update={"steps": steps}), [t for t in removed if t.strip()]
+                    removed += [str(m.get("content", "")) for m in data["memories"]
+                                if isinstance(m, dict) and m.get("id") in deleted]
+    return scrub_episode(episode, deleted), [t for t in removed if t.strip()]
 
 
 def difficulty_of(success_rate: float) -> str:
