@@ -113,7 +113,10 @@ class OnnxMiniLMEmbedder:
         for start in range(0, len(texts), self._batch):
             chunk = list(texts[start : start + self._batch])
             with self._tok_lock:
-                encodings = self._tokenizer.encode_batch(chunk)
+                # encode_batch fans out to a thread pool: slower than encode for one text, and
+                # it competes with a concurrent keyword search for the same cores.
+                encodings = (self._tokenizer.encode_batch(chunk) if len(chunk) > 1
+                             else [self._tokenizer.encode(chunk[0])])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             (vectors,) = self._session.run(

@@ -10,6 +10,7 @@ rare the matched terms are.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 __all__ = ["MAX_QUERY_TERMS", "build_match_query", "query_terms"]
 
@@ -40,13 +41,16 @@ def query_terms(text: str) -> list[str]:
     return (content or unique)[:MAX_QUERY_TERMS]
 
 
-def build_match_query(text: str) -> str | None:
+def build_match_query(text: str, operator: Literal["OR", "AND"] = "OR") -> str | None:
     """An FTS5 MATCH expression that cannot be a syntax error, or None if ``text`` has no words.
 
     Each term becomes a string literal (``"term"``; embedded quotes doubled, although the
-    tokenizer above leaves none), joined with ``OR``.
+    tokenizer above leaves none), joined with ``OR`` (any term; the ranking query) or ``AND``
+    (every term; the store's fast path for queries whose terms are all common).
     """
+    if operator not in ("OR", "AND"):
+        raise ValueError(f"operator must be OR or AND, not {operator!r}")
     terms = query_terms(text)
     if not terms:
         return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f" {operator} ".join('"' + term.replace('"', '""') + '"' for term in terms)

@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 SEARCH_TIERS: tuple[Tier, ...] = ("user", "episodic", "long_term", "prospective")
 """Tiers searched by default; the review tier holds undecided candidates and is opt-in."""
 MAX_K = 50
+CONJUNCTIVE_ABOVE = 5_000
+"""OR-matches above which the keyword side ranks the all-terms matches first (see ``_keyword_ranks``)."""
 RetrievalMode = Literal["hybrid", "keyword", "vector"]
 
 
@@ -375,7 +377,7 @@ class SqliteMemory:
         use_vectors = (mode != "keyword" and self._query_embedder is not None and self._vectors is not None
                        and bool(query.strip()))
         pending: Future[list[int]] | None = None
-        keyword: list[int] = []
+        keyword: list[tuple[int, float]] = []
         if mode == "vector":
             pass
         elif use_vectors and self._db.has_reader:
@@ -397,7 +399,7 @@ class SqliteMemory:
         finally:
             if pending is not None:
                 keyword = pending.result()  # never leave the worker's query orphaned, even on error
-        rids = list(dict.fromkeys([*keyword, *(r for r, _ in vector)]))
+        rids = list(dict.fromkeys([*(r for r, _ in keyword), *(r for r, _ in vector)]))
         if not rids:
             return []
         marks = ",".join("?" * len(rids))
@@ -409,11 +411,14 @@ class SqliteMemory:
         )
         meta = {int(r): (float(t), float(imp)) for r, t, imp, _ in meta_rows}
         texts = {int(r): str(c) for r, _, _, c in meta_rows}
-        ranked = fuse(keyword, vector, meta, time.time(), self._weights)[: 4 * k]
+        cosines: dict[int, float] = {}
         if qvec is not None and self._vectors is not None:
-            missing = [c.rid for c in ranked if c.rid not in vecs]  # keyword-only hits
+            missing = [r for r in meta if r not in vecs]  # keyword-only hits: their cosine counts too
             if missing:
-                vecs = {**vecs, **self._vectors.vectors(missing)}
+                extra = self._vectors.vectors(missing)
+                cosines = {r: float(v @ qvec) for r, v in extra.items()}
+                vecs = {**vecs, **extra}
+        ranked = fuse(keyword, vector, meta, time.time(), self._weights, cosines)[: 4 * k]
         picked = mmr(ranked, k, self._weights.mmr_lambda, vecs if qvec is not None else None, texts)
         items = self._items_by_rid([c.rid for c, _ in picked])
         hits = []
@@ -421,6 +426,7 @@ class SqliteMemory:
             scores = {"rrf": cand.rrf, "recency": cand.recency, "importance": cand.importance, "mmr": mmr_score}
             if cand.bm25_rank is not None:
                 scores["bm25_rank"] = float(cand.bm25_rank)
+                scores["bm25"] = float(cand.bm25 or 0.0)
             if cand.vector_rank is not None:
                 scores["vector_rank"] = float(cand.vector_rank)
                 scores["cosine"] = float(cand.cosine or 0.0)
@@ -434,32 +440,60 @@ class SqliteMemory:
                 self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pp-memory-bm25")
             return self._keyword_pool
 
-    def _keyword_ranks(self, query: str, where: str, params: list[Any], pool: int) -> list[int]:
-        """rids of the ``pool`` best BM25 matches that pass the filter, best first.
+    def _keyword_ranks(self, query: str, where: str, params: list[Any], pool: int) -> list[tuple[int, float]]:
+        """``(rid, BM25 score)`` of the ``pool`` best matches that pass the filter, best first.
+
+        FTS5 scores every document that matches the OR of the query terms (~1 µs each), so
+        in a large store a query made only of common words costs tens of milliseconds
+        (17 ms for 13k matches at 100k items, bench/bench_memory.py). When the OR would match
+        more than :data:`CONJUNCTIVE_ABOVE` rows and the documents containing *every* term
+        fill the pool, only those are ranked: they are the ones BM25 puts first (each
+        matched term adds a positive IDF share), and counting the OR first is cheap because
+        counting skips scoring. Otherwise, and for one-term queries, the ranking is the
+        exact OR ranking. ``bench_memory.py`` reports how often the fast path changes the
+        top-10.
+        """
+        text = query.replace("\x00", " ")
+        match = build_match_query(text)
+        if match is None:
+            return []
+        if " OR " in match and self._match_count(match) > CONJUNCTIVE_ABOVE:
+            both = build_match_query(text, "AND")
+            assert both is not None
+            ranked = self._bm25_ranks(both, where, params, pool)
+            if len(ranked) >= pool:
+                return ranked
+        return self._bm25_ranks(match, where, params, pool)
+
+    def _match_count(self, match: str) -> int:
+        return int(self._db.read_query("SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", (match,))[0][0])
+
+    def _bm25_ranks(self, match: str, where: str, params: list[Any], pool: int) -> list[tuple[int, float]]:
+        """The ``pool`` best BM25 rows of one MATCH expression that pass the filter.
 
         FTS5 ranks its matches alone first (``LIMIT`` inside the subquery), so the join and
         the filter touch a few hundred rows instead of every match. Matches of other owners,
         tiers or statuses can crowd the limited list, so when the filter leaves fewer than
         ``pool`` of a full list, the limit grows (x8) until it covers every match.
         """
-        match = build_match_query(query.replace("\x00", " "))
-        if match is None:
-            return []
         inner = "SELECT rowid, bm25(items_fts, 1.0, 0.3) AS score FROM items_fts WHERE items_fts MATCH ?"
         limit = 4 * pool
         while True:
             rows = self._db.read_query(
-                f"SELECT f.rowid FROM ({inner} ORDER BY score LIMIT ?) f JOIN items i ON i.rid = f.rowid "
+                # CROSS JOIN pins the ranked rows as the outer loop: with a plain JOIN SQLite
+                # prefers scanning the owner index (every row of the owner) and probing the
+                # ranked rows, 5x slower at 100k items.
+                f"SELECT f.rowid, -f.score FROM ({inner} ORDER BY score LIMIT ?) f CROSS JOIN items i ON i.rid = f.rowid "
                 f"WHERE {where} ORDER BY f.score LIMIT ?",
                 [match, limit, *params, pool],
             )
+            # FTS5's bm25() is negative, lower is better; the score returned is its negation.
+            ranked = [(int(r), float(score)) for r, score in rows]
             if len(rows) >= pool:
-                return [int(r) for (r,) in rows]
-            # Counting matches skips BM25 scoring and is cheap; it tells a short list from a cut one.
-            count = self._db.read_query("SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", (match,))
-            matched = int(count[0][0])
+                return ranked
+            matched = self._match_count(match)
             if matched <= limit:
-                return [int(r) for (r,) in rows]
+                return ranked
             limit = min(matched, limit * 8)
 
     def _items_by_rid(self, rids: Sequence[int]) -> dict[int, MemoryItem]:
@@ -718,8 +752,10 @@ def _fact(row: Any) -> ExistingFact:
 def _filter_sql(
     owner: str, tiers: Sequence[str], statuses: Sequence[str], filters: SearchFilters
 ) -> tuple[str, list[Any]]:
+    # The unary + keeps SQLite from answering "rid IN (...) AND owner = ?" through the owner
+    # index (one probe per tier x status x rid); by primary key it is one probe per rid.
     where = (
-        f"i.owner = ? AND i.tier IN ({','.join('?' * len(tiers))}) "
+        f"+i.owner = ? AND i.tier IN ({','.join('?' * len(tiers))}) "
         f"AND i.status IN ({','.join('?' * len(statuses))})"
     )
     params: list[Any] = [owner, *tiers, *statuses]
