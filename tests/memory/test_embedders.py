@@ -74,3 +74,15 @@ def test_missing_embedder_falls_back_with_warning(tmp_path, monkeypatch, caplog)
     assert load_default_embedder() is None
     assert "keyword-only" in caplog.text
     assert os.environ["POCKETPILOT_HOME"] == str(tmp_path)
+
+
+def test_length_sorted_batches_return_vectors_in_input_order(embedder_dir):
+    from pocketpilot.memory.embedders import OnnxMiniLMEmbedder
+
+    emb = OnnxMiniLMEmbedder(embedder_dir, batch_size=2)
+    texts = ["a much longer text about the dentist appointment on friday afternoon", "wifi",
+             "call mom", "the parcel arrives on tuesday between nine and noon", "ok"]
+    together = emb.embed(texts)
+    alone = np.vstack([emb.embed([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+    assert not np.allclose(together[0], together[1], atol=1e-2)  # distinct texts stay distinct
