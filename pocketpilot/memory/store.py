@@ -43,6 +43,12 @@ SEARCH_TIERS: tuple[Tier, ...] = ("user", "episodic", "long_term", "prospective"
 MAX_K = 50
 CONJUNCTIVE_ABOVE = 5_000
 """OR-matches above which the keyword side ranks the all-terms matches first (see ``_keyword_ranks``)."""
+PARALLEL_ABOVE = 250_000
+"""Vectors of an owner above which the BM25 side runs on a worker thread beside the vector scan.
+
+Below it both sides take a few ms and the hand-off costs more than it saves: at 100k items
+the worker made a search slower on 2 cores, several times slower when the cores were busy
+(bench_memory.py); at 1M each side takes 25-30 ms and overlapping them pays."""
 RetrievalMode = Literal["hybrid", "keyword", "vector"]
 
 
@@ -376,11 +382,11 @@ class SqliteMemory:
         pool = max(50, 5 * k)
         use_vectors = (mode != "keyword" and self._query_embedder is not None and self._vectors is not None
                        and bool(query.strip()))
-        pending: Future[list[int]] | None = None
+        pending: Future[list[tuple[int, float]]] | None = None
         keyword: list[tuple[int, float]] = []
         if mode == "vector":
             pass
-        elif use_vectors and self._db.has_reader:
+        elif use_vectors and self._db.has_reader and self._vectors.loaded(owner) > PARALLEL_ABOVE:  # type: ignore[union-attr]
             # BM25 on the reader connection in a worker, overlapping the embedding and vector scan.
             pending = self._keyword_worker().submit(self._keyword_ranks, query, where, params, pool)
         else:
@@ -406,11 +412,10 @@ class SqliteMemory:
         # The filter again, on the union: owner, tier, status, category and time are enforced
         # here for both sides, whatever the indexes returned.
         meta_rows = self._db.query(
-            f"SELECT i.rid, i.observed_at, i.importance, i.content FROM items i WHERE i.rid IN ({marks}) AND {where}",
+            f"SELECT i.rid, i.observed_at, i.importance FROM items i WHERE i.rid IN ({marks}) AND {where}",
             [*rids, *params],
         )
-        meta = {int(r): (float(t), float(imp)) for r, t, imp, _ in meta_rows}
-        texts = {int(r): str(c) for r, _, _, c in meta_rows}
+        meta = {int(r): (float(t), float(imp)) for r, t, imp in meta_rows}
         cosines: dict[int, float] = {}
         if qvec is not None and self._vectors is not None:
             missing = [r for r in meta if r not in vecs]  # keyword-only hits: their cosine counts too
@@ -419,6 +424,13 @@ class SqliteMemory:
                 cosines = {r: float(v @ qvec) for r, v in extra.items()}
                 vecs = {**vecs, **extra}
         ranked = fuse(keyword, vector, meta, time.time(), self._weights, cosines)[: 4 * k]
+        texts: dict[int, str] = {}
+        if qvec is None or any(c.rid not in vecs for c in ranked):
+            # MMR falls back to word overlap for items without a vector, and compares them
+            # with every other candidate, so the texts of the whole shortlist are needed.
+            marks = ",".join("?" * len(ranked))
+            texts = {int(r): str(c) for r, c in self._db.query(
+                f"SELECT rid, content FROM items WHERE rid IN ({marks})", [c.rid for c in ranked])}
         picked = mmr(ranked, k, self._weights.mmr_lambda, vecs if qvec is not None else None, texts)
         items = self._items_by_rid([c.rid for c, _ in picked])
         hits = []

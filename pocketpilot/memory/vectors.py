@@ -181,6 +181,11 @@ class VectorIndex:
                 out[int(rid)] = np.frombuffer(blob, dtype=np.float32)
         return out
 
+    def loaded(self, owner: str) -> int:
+        """Vectors of ``owner`` held in RAM as of the last scan (0 before the first); no I/O."""
+        codes = self._codes.get(owner)
+        return 0 if codes is None else len(codes.rids)
+
     def count(self, owner: str) -> int:
         """Vectors of ``owner`` (what a scan has to read)."""
         return int(self._db.scalar("SELECT count(*) FROM items_bits WHERE owner = ?", (owner,)))

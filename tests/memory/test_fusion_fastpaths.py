@@ -88,3 +88,15 @@ def test_match_query_operators():
     assert build_match_query("sister's birthday", "AND") == '"sister" AND "birthday"'
     with pytest.raises(ValueError):
         build_match_query("x", "NEAR")  # type: ignore[arg-type]
+
+
+def test_parallel_keyword_worker_gives_the_same_results(store, svc, monkeypatch):
+    put_all(store, svc, [f"reminder {i}: {w} at the {p}" for i, (w, p) in enumerate(
+        [("dentist", "clinic"), ("gym", "park"), ("pickup", "school"), ("parcel", "post office")] * 5)])
+    queries = ["dentist clinic", "where do I collect the kids", "post office parcel", "gym"]
+    monkeypatch.setattr(store_mod, "PARALLEL_ABOVE", 10**9)
+    sequential = [[h.item.id for h in store.search(svc, q, k=5)] for q in queries]
+    monkeypatch.setattr(store_mod, "PARALLEL_ABOVE", -1)
+    parallel = [[h.item.id for h in store.search(svc, q, k=5)] for q in queries]
+    assert parallel == sequential and all(len(ids) == 5 for ids in sequential)
+    assert store._keyword_pool is not None  # the worker really ran
