@@ -9,6 +9,7 @@ Public API::
     print(render_diff(old, new))                                  # semantic diff
     kw = session_kwargs(eta, exposed_names, library=lib, memory=True)
     Session(planner, executor, **kw)                              # guidance, skills, gates, eta_version
+    kw = session_kwargs(eta, names, library=lib, request=goal)    # + routed skills, actions, re-filtering
     new = apply_revision(eta, revision)                           # rule-checked candidate revision
     RevisionStore("eta.json").propose(revision) / .approve(id, approver)
 
@@ -25,6 +26,7 @@ from .filter import GuidanceFilter
 from .kit import check_library, session_kwargs
 from .notes import DEFAULT_NOTES
 from .revision import AddNote, MapTool, RemoveNote, ReplaceNote, Revision, RevisionStore, apply_revision
+from .route import SkillRouter, asks_to_remember
 
 __all__ = [
     "DEFAULT_NOTES",
@@ -42,8 +44,10 @@ __all__ = [
     "RevisionStore",
     "RoutingNote",
     "SkillEntry",
+    "SkillRouter",
     "ToolEntry",
     "apply_revision",
+    "asks_to_remember",
     "canonical_json",
     "check_library",
     "compile_eta",

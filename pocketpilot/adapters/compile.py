@@ -63,6 +63,7 @@ def compile_eta(
                 requires=list(meta.requires),
                 exposes=list(meta.exposes),
                 preconditions=[p.model_dump(mode="json") for p in meta.preconditions],
+                keywords=list(meta.keywords),
                 sha256=skill.sha256,
             )
     seen: set[str] = set()
@@ -74,4 +75,9 @@ def compile_eta(
         unknown = [t for t in note.requires_tools if t not in entries]
         if unknown:
             raise EtaError("compile", f"routing note {note.id!r} requires unknown tool(s): {', '.join(unknown)}")
+        if library is not None:
+            strangers = [n for n in note.covered_by if n not in library]
+            if strangers:
+                names = ", ".join(strangers)
+                raise EtaError("compile", f"routing note {note.id!r} is covered by unknown skill(s): {names}")
     return Eta(tools=entries, skills=skills, notes=note_list)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import EtaError, EtaIntegrityError
 
@@ -56,6 +57,8 @@ class SkillEntry(_Model):
     requires: list[str] = Field(default_factory=list)
     exposes: list[str] = Field(default_factory=list)
     preconditions: list[dict[str, Any]] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    """Request words that route to the skill (see :mod:`pocketpilot.adapters.route`)."""
     sha256: str
     """Digest of the SKILL.md the entry was compiled from."""
 
@@ -67,13 +70,30 @@ class RoutingNote(_Model):
         id: stable identifier (diffs and revisions refer to it).
         text: the guidance line shown to the planner.
         requires_tools: every one must be exposed in the step.
-        requires_resources: every one must be configured (``memory``, ``skills``, ``delegate``).
+        requires_resources: every one must be configured (``memory``, ``recall``, ``skills``,
+            ``delegate``).
+        when_request: a regular expression (case-insensitive); when set, the note applies only
+            to requests it matches (guidance for a kind of request, not for every request).
+        covered_by: skills whose procedure says the same; the note is left out while one of
+            them is shown (the same advice twice only lengthens the prompt).
     """
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
     text: str = Field(min_length=1, max_length=400)
     requires_tools: list[str] = Field(default_factory=list)
     requires_resources: list[str] = Field(default_factory=list)
+    when_request: str | None = Field(default=None, min_length=1, max_length=200)
+    covered_by: list[str] = Field(default_factory=list)
+
+    @field_validator("when_request")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"when_request is not a regular expression: {exc}") from exc
+        return value
 
 
 class Eta(_Model):

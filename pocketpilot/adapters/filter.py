@@ -1,12 +1,15 @@
-"""Per-request guidance: η's entries narrowed to what is available now.
+"""Per-request guidance: η's entries narrowed to what is available now and to the request.
 
-It never discovers tools and never executes anything: it only reads η and the names of the
-tools and resources the session already has. The work is set inclusion over precomputed
-frozensets, so it costs microseconds per step (see ``bench/bench_adapter.py``).
+It never discovers tools and never executes anything: it only reads η, the names of the tools
+and resources the session already has, and the request text (for notes that apply to one kind
+of request, such as asking for a helper). The work is set inclusion over precomputed
+frozensets plus one precompiled regex per request-bound note, so it costs microseconds per step
+(see ``bench/bench_adapter.py``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from .eta import Eta
@@ -26,7 +29,15 @@ class GuidanceFilter:
     def __init__(self, eta: Eta, *, skill_index: bool = True) -> None:
         self.version = eta.version
         self._notes = [
-            (n.id, n.text, frozenset(n.requires_tools), frozenset(n.requires_resources)) for n in eta.notes
+            (
+                n.id,
+                n.text,
+                frozenset(n.requires_tools),
+                frozenset(n.requires_resources),
+                re.compile(n.when_request, re.IGNORECASE) if n.when_request else None,
+                frozenset(n.covered_by),
+            )
+            for n in eta.notes
         ]
         self._skills = (
             [(name, s.description, frozenset(s.requires)) for name, s in sorted(eta.skills.items())]
@@ -34,22 +45,57 @@ class GuidanceFilter:
             else []
         )
 
-    def note_ids(self, exposed_tools: Iterable[str], resources: Iterable[str] = ()) -> list[str]:
-        """Ids of the notes that apply (for traces and tests)."""
-        tools, res = frozenset(exposed_tools), frozenset(resources)
-        return [nid for nid, _, need_t, need_r in self._notes if need_t <= tools and need_r <= res]
+    def _applies(
+        self,
+        tools: frozenset[str],
+        res: frozenset[str],
+        request: str | None,
+        shown: frozenset[str] = frozenset(),
+    ) -> list[tuple[str, str]]:
+        out = []
+        for nid, text, need_t, need_r, pattern, covered_by in self._notes:
+            if not (need_t <= tools and need_r <= res) or covered_by & shown:
+                continue
+            if pattern is not None and (request is None or not pattern.search(request)):
+                continue
+            out.append((nid, text))
+        return out
 
-    def guidance(self, exposed_tools: Sequence[str] | Iterable[str], resources: Iterable[str] = ()) -> list[str]:
-        """Guidance entries whose required tools are exposed and resources configured.
+    def note_ids(
+        self,
+        exposed_tools: Iterable[str],
+        resources: Iterable[str] = (),
+        request: str | None = None,
+        shown_skills: Iterable[str] = (),
+    ) -> list[str]:
+        """Ids of the notes that apply (for traces and tests)."""
+        tools, res, shown = frozenset(exposed_tools), frozenset(resources), frozenset(shown_skills)
+        return [nid for nid, _ in self._applies(tools, res, request, shown)]
+
+    def guidance(
+        self,
+        exposed_tools: Sequence[str] | Iterable[str],
+        resources: Iterable[str] = (),
+        *,
+        request: str | None = None,
+        shown_skills: Iterable[str] = (),
+    ) -> list[str]:
+        """Guidance entries whose required tools are exposed, resources configured, request matched.
 
         Args:
             exposed_tools: names of the tools exposed in this step.
-            resources: what else is configured: ``memory``, ``skills``, ``delegate``.
+            resources: what else is configured: ``memory``, ``recall``, ``skills``, ``delegate``.
+            request: the user's request; notes bound to a kind of request (``when_request``)
+                apply only when it matches (never when it is None).
+            shown_skills: skills whose procedures the context already holds; the skill index
+                lists only the others, and notes they cover (``covered_by``) are left out.
         """
-        tools, res = frozenset(exposed_tools), frozenset(resources)
-        out = [text for _, text, need_t, need_r in self._notes if need_t <= tools and need_r <= res]
+        tools, res, shown = frozenset(exposed_tools), frozenset(resources), frozenset(shown_skills)
+        out = [text for _, text in self._applies(tools, res, request, shown)]
         if self._skills and "skills" in res:
-            lines = [f"{name}: {desc}" for name, desc, need in self._skills if need <= tools]
+            lines = [
+                f"{name}: {desc}" for name, desc, need in self._skills if need <= tools and name not in shown
+            ]
             if lines:
                 out.append("Skills (load_skill):\n" + "\n".join(f"- {line}" for line in lines))
         return out

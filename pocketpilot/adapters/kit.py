@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..contracts import ACTION_KINDS
 from ..skills import SkillLibrary
 from .errors import EtaError
 from .eta import Eta
 from .filter import GuidanceFilter
+from .route import SkillRouter, asks_to_remember
 
 __all__ = ["check_library", "session_kwargs"]
 
@@ -38,6 +40,10 @@ def session_kwargs(
     delegate: bool = False,
     resources: Iterable[str] = (),
     guidance_filter: GuidanceFilter | None = None,
+    request: str | None = None,
+    recalled: Sequence[str] = (),
+    router: SkillRouter | None = None,
+    memory_search: bool = True,
 ) -> dict[str, Any]:
     """Keyword arguments for :class:`~pocketpilot.harness.Session` under η.
 
@@ -45,6 +51,18 @@ def session_kwargs(
 
         kw = session_kwargs(eta, [t.name for t in executor.tools()], library=lib, memory=True)
         session = Session(planner, executor, memory=store, **kw)
+
+    Given the ``request`` (the per-request form), the adapter also routes it:
+
+    - the skills it needs (:class:`~pocketpilot.adapters.route.SkillRouter`, on the request and
+      the ``recalled`` memories) come back as ``preloaded``: their procedures are in the first
+      context, and the skill index, the load note and ``load_skill`` itself give way to them
+      (``load_skill`` stays offered when the router found nothing for the request);
+    - ``actions`` leaves ``memory_write`` out unless the request asks to remember something,
+      and ``memory_search`` out when ``memory_search`` is False (an empty store);
+    - ``guidance_for`` re-filters guidance to the tools exposed at each point (after a
+      ``load_skill`` exposes new ones), with request-bound notes matched against the request;
+      ``guidance`` is then empty (the session asks ``guidance_for``).
 
     Args:
         eta: the configuration to run under (its version goes into every trace).
@@ -54,9 +72,17 @@ def session_kwargs(
         delegate: whether the session may delegate to sub-agents.
         resources: further resource names notes may require.
         guidance_filter: a filter compiled from ``eta`` earlier (saves rebuilding it per session).
+        request: the user's request (enables routing; see above).
+        recalled: contents of the memories recalled for the request and shown with it: the
+            ``memory.recalled`` note replaces the memory_search one, and routing reads them too
+            (a "home routine" memory names the settings the request needs).
+        router: a router built from ``library`` earlier (saves rebuilding it per session).
+        memory_search: whether searching memory can find anything (False for an empty store:
+            the action and its note would only invite a wasted step).
 
     Returns:
-        ``guidance``, ``skills``, ``gates`` and ``eta_version``.
+        ``guidance``, ``skills``, ``gates`` and ``eta_version``; with a request also
+        ``guidance_for``, ``preloaded`` and ``actions``.
 
     Raises:
         EtaError: ``library`` is not the one η was compiled from, or the filter is for another η.
@@ -73,9 +99,41 @@ def session_kwargs(
     version = filt.version if guidance_filter is None else eta.version
     if filt.version != version:
         raise EtaError(f"eta {version}", f"guidance filter was compiled for η {filt.version}")
+    gates = library.always_on_gates(exposed_tools) if library is not None else []
+    if request is None:
+        guidance = filt.guidance(exposed_tools, res)
+        return {"guidance": guidance, "skills": library, "gates": gates, "eta_version": version}
+    if recalled or not memory_search:
+        res.discard("memory")
+    if recalled:
+        res.add("recall")
+    preloaded: list[str] = []
+    if library is not None:
+        router = router if router is not None else SkillRouter(library)
+        if router.library is not library:
+            raise EtaError(f"eta {version}", "the router was built from another skill library")
+        preloaded = router.route(" ".join([request, *recalled]), exposed_tools)
+        if preloaded:
+            res.discard("skills")
+    actions = [
+        k
+        for k in ACTION_KINDS
+        if (k != "memory_write" or asks_to_remember(request))
+        and (k != "memory_search" or memory_search)
+        and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
+    ]
+    shown = tuple(preloaded)
+    frozen_res = frozenset(res)
+
+    def guidance_for(tools: Sequence[str]) -> list[str]:
+        return filt.guidance(tools, frozen_res, request=request, shown_skills=shown)
+
     return {
-        "guidance": filt.guidance(exposed_tools, res),
+        "guidance": [],
+        "guidance_for": guidance_for,
         "skills": library,
-        "gates": library.always_on_gates(exposed_tools) if library is not None else [],
+        "gates": gates,
         "eta_version": version,
+        "preloaded": preloaded,
+        "actions": actions,
     }

@@ -82,6 +82,10 @@ def _check_note(eta: Eta, note: RoutingNote, rev: Revision) -> None:
     unknown = [t for t in note.requires_tools if t not in eta.tools]
     if unknown:
         raise RevisionError(rev.id, f"note {note.id!r} requires unknown tool(s): {', '.join(unknown)}")
+    strangers = [n for n in note.covered_by if n not in eta.skills]
+    if strangers:
+        names = ", ".join(strangers)
+        raise RevisionError(rev.id, f"note {note.id!r} is covered by unknown skill(s): {names}")
 
 
 def apply_revision(eta: Eta, rev: Revision) -> Eta:

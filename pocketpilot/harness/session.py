@@ -79,6 +79,10 @@ class HarnessConfig:
     max_parse_failures: int = 3
     """Consecutive unparseable outputs before the run stops with planner_error."""
     max_delegate_depth: int = 1
+    loop_guard: bool = False
+    """Point out a batch that repeats one that already fully succeeded (a small planner loops on
+    it until max_steps). Off by default so a plain planner loop stays plain; the evaluation's
+    harness mode turns it on."""
     capture_episodes: bool = True
     budget: ContextBudget = field(default_factory=ContextBudget)
 
@@ -129,11 +133,40 @@ class Session:
         on_step: Callable[[Step], None] | None = None,
         gates: Sequence[ToolGate] = (),
         prior: Sequence[ChatMessage] = (),
+        actions: Sequence[str] | None = None,
+        guidance_for: Callable[[Sequence[str]], list[str]] | None = None,
+        evidence: Sequence[str] = (),
+        preloaded: Sequence[str] = (),
+        gate_history: Sequence[Step] = (),
     ) -> None:
         self.planner = planner
         self.prior = list(prior)
         """Earlier conversation shown before the request (e.g. a bare planner's memories as raw
         history); the caller fits it to its budget. Sub-agents do not inherit it."""
+        self.actions = None if actions is None else tuple(actions)
+        """Action kinds offered to the planner (None: every kind this session can route). A
+        harness narrows it per request: an action the request cannot need only costs the
+        planner a wasted step and prompt tokens."""
+        self.guidance_for = guidance_for
+        """Guidance filtered to the tools exposed *now*; called with the current tool names at
+        the start and again whenever ``load_skill`` exposes new tools (the adapter's filter).
+        Its entries come before the static ``guidance``."""
+        self.preloaded = list(preloaded)
+        """Skills in force from the first step, as if loaded (the adapter routed the request to
+        them): their procedures are in the first context and their tools exposed, so the planner
+        spends no ``load_skill`` step. Their ``when: loaded`` gates are *not* applied: those
+        encode an intent only the planner's own ``load_skill`` signals, and a routing guess must
+        never turn a request into a dead end."""
+        if preloaded and skills is None:
+            raise UsageError("preloaded skills need a skill store")
+        self.gate_history = list(gate_history)
+        """Steps that happened before this session and count as evidence for its gates: a
+        sub-agent gets its parent's completed steps, so a cast the parent stopped is known
+        stopped to the child (its gates otherwise see an empty history and block)."""
+        self.evidence = list(evidence)
+        """Request-specific evidence (e.g. recalled memories with provenance), shown as one
+        message right before the request: after the stable prefix, so the KV cache of rules,
+        tools and guidance is reused across requests."""
         self.on_step = on_step
         self.gates = list(gates)
         """Called with each step as soon as it is recorded (progress display, live dashboards)."""
@@ -195,16 +228,27 @@ class Session:
             kinds.remove("load_skill")
         if self.depth >= self.config.max_delegate_depth:
             kinds.remove("delegate")
+        if self.actions is not None:
+            unknown = [k for k in self.actions if k not in ACTION_KINDS]
+            if unknown:
+                raise UsageError(f"unknown action kinds: {', '.join(unknown)}")
+            kinds = [k for k in kinds if k in self.actions]
         return tuple(kinds)
 
     def child(
-        self, action: Delegate, tools: dict[str, ToolSpec], gates: Sequence[ToolGate] = ()
+        self,
+        action: Delegate,
+        tools: dict[str, ToolSpec],
+        gates: Sequence[ToolGate] = (),
+        history: Sequence[Step] = (),
     ) -> Session:
         """A sub-agent session: its own instruction and tools, the same planner and policies.
 
         The child sees only ``action.tools`` (all of the parent's current tools when empty), so
         a GUI sub-agent confined to one app is a delegate listing that app's tools. It inherits
-        the parent's gates: a precondition holds for sub-agents as for the parent.
+        the parent's gates: a precondition holds for sub-agents as for the parent, judged on
+        everything that happened before it started (``history``: the parent's completed steps)
+        as well as on its own steps.
 
         Raises:
             UsageError: ``action.tools`` names a tool the parent does not expose.
@@ -226,14 +270,18 @@ class Session:
             eta_version=self.eta_version,
             depth=self.depth + 1,
             gates=gates,
+            actions=self.actions,
+            gate_history=[*self.gate_history, *history],
         )
 
 
-_ARTIFACT_KEYS = ("id", "file", "filename", "path", "uri")
+_ARTIFACT_KEYS = ("id", "file", "filename", "path", "uri", "phone", "number", "email")
+"""Result fields that name a product or a handle a later step passes on: ids and files, and the
+addresses a lookup resolves (a helper that "finds Jordan's number" returns it as ``phone``)."""
 
 
 def _artifacts(episode: Episode) -> dict[str, str]:
-    """Ids and file names the child's successful tool results returned, keyed ``tool.field``.
+    """Ids, file names and addresses the child's successful tool results returned, keyed ``tool.field``.
 
     Only top-level fields of dict results count (what a call created or resolved), not the
     items of listings, so the parent gets the child's products rather than everything it read.
@@ -269,11 +317,20 @@ class _RunState:
         self.loaded_skills: list[str] = []
         self.gates: list[ToolGate] = list(session.gates)
         self.guidance = list(session.guidance)
+        """Static guidance plus the procedures of skills loaded in this run."""
         self.kinds = session.kinds()
+        if not self.kinds:
+            raise UsageError("no action kind is offered to the planner")
+        for name in session.preloaded:
+            self._apply_skill(name, gates=False)
         self.assembler = ContextAssembler(self.cfg.budget, session.planner.count_tokens)
         self.history: list[list[ChatMessage]] = []
         self.steps: list[Step] = []
         self.failures: Counter[str] = Counter()
+        self.succeeded: dict[tuple[str, ...], int] = {}
+        """Batches (their sorted call keys) that fully succeeded, and the step that ran them."""
+        self.stuck = False
+        """Set by the loop guard: the next step may not call tools (see ``_tool_calls``)."""
         self.parse_failures = 0
         self.tokens = 0
         self.stop_reason: StopReason = "max_steps"
@@ -286,6 +343,7 @@ class _RunState:
             planner=session.planner.info,
             harness_config={k: (asdict(v) if hasattr(v, "__dataclass_fields__") else v) for k, v in asdict(self.cfg).items()},
             eta_version=session.eta_version,
+            skills=list(self.loaded_skills),  # in force from the first step (routed by the adapter)
             tools=list(self.tools.values()),
             pocketpilot_version=__version__,
             parent_episode_id=session.parent_episode_id,
@@ -304,6 +362,9 @@ class _RunState:
     async def loop(self) -> None:
         request_msg = ChatMessage(role="user", content=self.request, section="request")
         prefix, prefix_notices = self._prefix()
+        evidence = []
+        if self.s.evidence:
+            evidence = [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")]
         for index in range(self.cfg.max_steps):
             remaining = self.cfg.max_seconds - (time.monotonic() - self.started)
             if remaining <= 0:
@@ -313,11 +374,17 @@ class _RunState:
                 self._set_stop("max_tokens", f"token budget of {self.cfg.max_tokens} exhausted ({self.tokens} used)")
                 return
             messages = self.assembler.assemble(prefix, request_msg, self.history)
-            messages[1:1] = self.s.prior  # earlier conversation: after the prefix, before the request
+            # earlier conversation, then request-specific evidence: after the prefix, before the request
+            messages[1:1] = [*self.s.prior, *evidence]
             context_digest = digest([m.model_dump() for m in messages])
             started_at, t0 = utcnow(), time.monotonic()
+            kinds = self.kinds
+            if self.stuck and any(k not in ("tool_call", "delegate") for k in kinds):
+                # the planner repeated what it had just done: this step it must conclude
+                kinds = tuple(k for k in kinds if k not in ("tool_call", "delegate"))
+                self.stuck = False
             plan_request = PlanRequest(
-                messages=messages, tools=list(self.tools.values()), kinds=self.kinds, skills=self._loadable()
+                messages=messages, tools=list(self.tools.values()), kinds=kinds, skills=self._loadable()
             )
             try:
                 output = await asyncio.wait_for(self.s.planner.plan(plan_request), timeout=remaining)
@@ -362,10 +429,11 @@ class _RunState:
                 prefix, prefix_notices = self._prefix()
 
     def _prefix(self) -> tuple[ChatMessage, list[str]]:
-        return self.assembler.prefix(list(self.tools.values()), self.kinds, self.guidance, self._loadable())
+        filtered = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
+        return self.assembler.prefix(list(self.tools.values()), self.kinds, [*filtered, *self.guidance], self._loadable())
 
     def _loadable(self) -> list[str]:
-        if self.s.skills is None:
+        if self.s.skills is None or "load_skill" not in self.kinds:
             return []
         return [n for n in self.s.skills.available(list(self.tools)) if n not in self.loaded_skills]
 
@@ -444,6 +512,7 @@ class _RunState:
             *(self._one_call(c, action.calls) for c in action.calls), return_exceptions=True
         )
         outcome = _Outcome()
+        held: list[ToolCall] = []
         for call, item in zip(action.calls, gathered):
             if isinstance(item, ExecutorError):
                 raise _Stop("device_lost", f"{call.name}: {item}")
@@ -452,6 +521,8 @@ class _RunState:
             result, notices = item
             outcome.results.append(result)
             outcome.notices.extend(notices)
+            if result.error is not None and result.error.code == "precondition_failed":
+                held.append(call)
             if not result.ok:
                 key = call.key()
                 self.failures[key] += 1
@@ -460,14 +531,99 @@ class _RunState:
                         f"{call.name} with these exact arguments has failed {self.failures[key]} times. "
                         "Stop guessing this variation: change the arguments, use another tool, or ask_user."
                     )
+        if held:
+            outcome.notices.append(self._held_notice(action, outcome.results, held))
+            previous = self.steps[-1] if self.steps else None
+            only_holds = previous is not None and all(
+                r.ok or (r.error is not None and r.error.code == "precondition_failed") for r in previous.results
+            )
+            if self.cfg.loop_guard and only_holds and self._repeats_previous(tuple(sorted(c.key() for c in action.calls))):
+                # the same batch, held back the same way again: the planner is not reading the
+                # hint; stop it from spending the rest of its budget on the identical batch
+                self.stuck = True
+                outcome.notices.append(
+                    "You sent exactly the same batch again and it was held back again. Your next action "
+                    "must be finish, ask_user or refuse."
+                )
+        key = tuple(sorted(c.key() for c in action.calls))
+        if self.cfg.loop_guard and outcome.results and all(r.ok for r in outcome.results):
+            earlier = self.succeeded.get(key)
+            if self._repeats_previous(key):
+                # A small planner loops on a batch that just worked, identical context after
+                # identical context (the traces show six such steps until max_steps, and a
+                # notice alone does not break it): the next step must conclude instead.
+                self.stuck = True
+                outcome.notices.append(
+                    "You just ran exactly these calls, with the same results: repeating them changes nothing. "
+                    "Your next action must be finish (with the answer from these results), ask_user or refuse."
+                )
+            elif earlier is not None:
+                outcome.notices.append(
+                    f"Step {earlier} already ran exactly these calls successfully; repeating them changes "
+                    "nothing. Do the part of the request that is still missing, or finish if it is all done."
+                )
+            else:
+                self.succeeded[key] = len(self.steps)
         return outcome
+
+    def _repeats_previous(self, key: tuple[str, ...]) -> bool:
+        """Whether the previous step was a tool call of exactly these calls (``key``: sorted call keys)."""
+        previous = self.steps[-1].action if self.steps else None
+        return isinstance(previous, ToolCallAction) and tuple(sorted(c.key() for c in previous.calls)) == key
+
+    def _held_notice(
+        self, action: ToolCallAction, results: Sequence[ToolResult], held: Sequence[ToolCall]
+    ) -> str:
+        """Tell the planner the exact next call after a gate held calls of this batch back.
+
+        A small planner rarely recovers from an abstract precondition message (the traces show
+        it turning to memory writes, delegation or refusal instead). The gates are re-checked
+        against the history *with this step's results*: the first held call that would pass now
+        is spelled out as the next action; one that still would not keeps its gate's message.
+        """
+        provisional = Step(index=len(self.steps), context_digest="", action=action, results=list(results))
+        history = [*self.s.gate_history, *self.steps, provisional]
+
+        def passes(c: ToolCall) -> bool:
+            return not any(g.check(c, [c], history) for g in self.gates)
+
+        ready: list[ToolCall] = []
+        blocked: list[str] = []
+        for c in held:
+            if passes(c):
+                ready.append(c)
+                continue
+            # a guessed id next to the call that created the object: suggest the returned one
+            fixes = [f(c, history) for f in (getattr(g, "repair", None) for g in self.gates) if f is not None]
+            fixed = next((f for f in fixes if f is not None and passes(f)), None)
+            if fixed is not None:
+                ready.append(fixed)
+            else:
+                why = next((m for g in self.gates if (m := g.check(c, [c], history))), "")
+                blocked.append(f"{c.name} ({why})" if why else c.name)
+        parts = []
+        if ready:
+            # One call at a time, in the planner's own order: the user may have asked for an
+            # order ("do not disturb first, then dim"), and a batch would lose it again.
+            first, rest = ready[0], [c.name for c in ready[1:]]
+            ran = ", ".join(dict.fromkeys(c.name for c in action.calls if c not in held)) or "earlier steps"
+            nxt = json.dumps(ToolCallAction(calls=[first]).model_dump(mode="json"), ensure_ascii=False)
+            then = f", then {', '.join(rest)} in later steps" if rest else ""
+            parts.append(
+                f"Held back, not run: {', '.join(c.name for c in ready)} (they needed the result of {ran}, "
+                f"which came in this step). Decide from that result: if the request still needs them, your next "
+                f"action is {nxt}{then}; if not, leave them out."
+            )
+        if blocked:
+            parts.append(f"Not run: {'; '.join(blocked)}.")
+        return " ".join(parts)
 
     async def _one_call(self, call: ToolCall, batch: Sequence[ToolCall]) -> tuple[ToolResult, list[str]]:
         spec = self.tools.get(call.name)
         if spec is None:
             return ToolResult.failure("unknown_tool", f"{call.name!r} is not exposed; use one of: {', '.join(self.tools)}"), []
         for gate in self.gates:
-            missing = gate.check(call, batch, self.steps)
+            missing = gate.check(call, batch, [*self.s.gate_history, *self.steps])
             if missing:
                 return ToolResult.failure("precondition_failed", f"{call.name}: {missing}"), []
         if spec.destructive:
@@ -505,20 +661,31 @@ class _RunState:
         return _Outcome(results=[ToolResult.success({"id": item_id})])
 
     def _load_skill(self, action: LoadSkill) -> _Outcome:
-        assert self.s.skills is not None
         if action.name not in self._loadable():
             return _Outcome(results=[ToolResult.failure("unknown_skill", f"no loadable skill {action.name!r}")])
-        skill = self.s.skills.load(action.name)
-        self.loaded_skills.append(action.name)
-        self.gates.extend(getattr(skill, "gates", []))
+        added = self._apply_skill(action.name, gates=True)
+        return _Outcome(results=[ToolResult.success({"loaded": action.name, "tools_added": added})])
+
+    def _apply_skill(self, name: str, *, gates: bool) -> list[str]:
+        """Put a skill in force: its procedure, its tools and (when ``gates``) all its gates.
+
+        Returns the names of the tools it added. ``always`` gates are in force already (the
+        session got them at construction), so adding a loaded skill's full list only adds its
+        ``loaded`` ones in effect; a gate that is listed twice blocks no more than once.
+        """
+        assert self.s.skills is not None
+        skill = self.s.skills.load(name)
+        self.loaded_skills.append(name)
+        if gates:
+            self.gates.extend(g for g in getattr(skill, "gates", []) if g not in self.gates)
         guidance = getattr(skill, "guidance", "")
         if guidance:
-            self.guidance.append(f"[{action.name}] {guidance}")
+            self.guidance.append(f"[{name}] {guidance}")
         exposed = {t.name: t for t in self.s.executor.tools()}
         added = [n for n in getattr(skill, "exposes", []) if n in exposed and n not in self.tools]
-        for name in added:
-            self.tools[name] = exposed[name]
-        return _Outcome(results=[ToolResult.success({"loaded": action.name, "tools_added": added})])
+        for tool in added:
+            self.tools[tool] = exposed[tool]
+        return added
 
     async def _delegate(self, action: Delegate) -> _Outcome:
         """Run a sub-agent to its stop and feed back only a confirmed result.
@@ -529,10 +696,14 @@ class _RunState:
         confirmed result: an unconfirmed child's products must not be acted upon.
         """
         try:
-            child = self.s.child(action, self.tools, self.gates)
+            child = self.s.child(action, self.tools, self.gates, self.steps)
         except UsageError as exc:
             return _Outcome(results=[ToolResult.failure("unknown_tool", str(exc))])
         child.parent_episode_id = self.header.episode_id
+        previous = self.steps[-1].action if self.steps else None
+        if self.cfg.loop_guard and isinstance(previous, Delegate) and previous == action:
+            # the same hand-off again right after it came back: the loop guard's rule for batches
+            self.stuck = True
         instruction = action.instruction
         if action.artifacts:
             instruction += "\nArtifacts: " + json.dumps(action.artifacts, ensure_ascii=False)
@@ -549,6 +720,11 @@ class _RunState:
         if isinstance(final, Finish):
             data["summary"] = final.summary
         notices: list[str] = []
+        if self.stuck:
+            notices.append(
+                "You just delegated exactly this before and got its result: repeating it changes nothing. "
+                "Your next action must be finish, ask_user or refuse."
+            )
         if confirmed:
             data["artifacts"] = _artifacts(episode)
             if data["artifacts"]:

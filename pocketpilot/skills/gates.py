@@ -237,6 +237,28 @@ class DependsOnResultGate(PreconditionGate):
     def references(self) -> frozenset[str]:  # noqa: D102
         return self.waits_for if self.argument else frozenset()
 
+    def repair(self, call: ToolCall, history: Sequence[Any]) -> ToolCall | None:
+        """``call`` with its ``argument`` set to the id the latest ``waits_for`` result returned.
+
+        For the harness's "exact next call" hint: when a planner guessed an id in the batch
+        that created the object (``create_alarm`` + ``set_alarm_enabled(alarm_id="12345")``),
+        the id it needs is the one the creating call returned. Only a single created object
+        counts (a dict result with an ``id``); a listing is left to the planner to choose from.
+        None when there is nothing to repair or no single id to repair it with.
+        """
+        if self.argument is None or call.name not in self.tools:
+            return None
+        for prior, result in reversed(list(executed_calls(history))):
+            if not (result.ok and (ANY_TOOL in self.waits_for or prior.name in self.waits_for)):
+                continue
+            value = result.data.get("id") if isinstance(result.data, dict) else None
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                return None
+            if str(call.arguments.get(self.argument)) == str(value):
+                return None
+            return call.model_copy(update={"arguments": {**call.arguments, self.argument: value}})
+        return None
+
     def _missing(self, call: ToolCall, batch: Sequence[ToolCall], history: Sequence[Any]) -> str | None:
         others = _others(call, batch, self.waits_for)
         if others:

@@ -8,6 +8,7 @@ Format::
     version: "1.0"
     requires: [create_note, power_off] # available only when all of these are exposed
     exposes: [read_note]               # tools made visible to the planner once loaded
+    keywords: [note, write down]       # words of requests that need it (request routing)
     preconditions:                     # hard gates; see pocketpilot.skills.preconditions
       - requires_prior_success: {tool: power_off, needs: create_note, with_result_field: id}
     ---
@@ -53,6 +54,18 @@ class SkillMeta(BaseModel):
     requires: list[str] = Field(default_factory=list)
     exposes: list[str] = Field(default_factory=list)
     preconditions: list[Precondition] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list, max_length=40)
+    """Words a request uses when it needs this skill (the user's words, e.g. "yards" for unit
+    conversion); the Scenario Adapter's router matches requests against them besides the
+    description and the tool names."""
+
+    @field_validator("keywords")
+    @classmethod
+    def _keywords(cls, value: list[str]) -> list[str]:
+        for word in value:
+            if not word.strip() or len(word) > 40:
+                raise ValueError(f"{word!r} is not a keyword (1-40 characters)")
+        return value
 
     @field_validator("version", mode="before")
     @classmethod

@@ -32,23 +32,45 @@ async def test_bare_context_holds_memories_as_conversation_and_nothing_else() ->
     assert outcome.mode == "bare"
 
 
-async def test_harness_context_recalls_memories_and_offers_memory_and_skills() -> None:
+async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() -> None:
     task = SUITE["mem-distractor-brightness-other-owner"]
     planner = ScriptedPlanner([FINISH])
     kit = load_harness_kit()
     episode, _ = await run_task(task, planner, mode="harness", kit=kit)
     request = planner.requests[0]
-    assert [m.role for m in request.messages] == ["system", "user"]  # nothing prepended as conversation
+    # prefix, the recalled evidence, the request: the evidence sits after the stable prefix
+    assert [m.section for m in request.messages] == ["prefix", "evidence", "request"]
+    evidence = request.messages[1].content
+    assert "Recalled memories" in evidence and "My evening brightness is 30." in evidence
+    assert "you said (trust" in evidence and "user_statement" not in evidence  # provenance, in words
+    text = "\n".join(m.content for m in request.messages)
+    assert "brightness is 90" not in text  # another owner's memory is never recalled
     system = request.messages[0].content
-    assert "Recalled memories" in system and "My evening brightness is 30." in system
-    assert "brightness is 90" not in system
-    assert "memory_search" in request.kinds
-    if kit.library is not None:
-        assert "load_skill" in request.kinds and request.skills
+    assert "Recalled memories" not in system
+    assert "memory_search" in request.kinds  # the store holds memories
+    assert "memory_write" not in request.kinds  # the request asks nothing to be remembered
+    if kit.library is not None:  # the request is routed to its skill: procedure shown, no load step
+        assert episode.header.skills == ["quick-settings"]
+        assert "[quick-settings]" in system and "quick-settings" not in request.skills
     if kit.eta is not None:  # adapter guidance, filtered to the exposed tools, under a recorded η
         assert "Guidance:" in system and "get_settings" in system.split("Guidance:")[1]
         assert "start_cast" not in system.split("Guidance:")[1]
+        assert "memory_search it" not in system  # the recall note replaces the search note
         assert episode.header.eta_version == kit.eta_version
+
+
+async def test_harness_offers_no_memory_actions_for_an_empty_store_unless_asked() -> None:
+    task = SUITE["settings-wifi-off"]
+    assert not task.memory
+    planner = ScriptedPlanner([FINISH])
+    await run_task(task, planner, mode="harness")
+    kinds = planner.requests[0].kinds
+    assert "memory_search" not in kinds and "memory_write" not in kinds
+    assert "tool_call" in kinds and "finish" in kinds
+    remember = task.model_copy(update={"goal": "Remember that I like the wifi off, and turn it off."})
+    planner = ScriptedPlanner([FINISH])
+    await run_task(remember, planner, mode="harness")
+    assert "memory_write" in planner.requests[0].kinds
 
 
 async def test_gates_stop_a_precondition_violation_only_with_the_harness() -> None:
@@ -87,3 +109,17 @@ async def test_subagent_oracle_delegates_and_passes_artifacts_through_the_harnes
     assert ToolCall(name="send_sms", arguments={"to": "Jordan Kim", "body": "The note id is note-4."}) == (
         delegations[1].children[0].steps[0].action.calls[0]
     )
+
+
+async def test_only_the_harness_runs_the_loop_guard() -> None:
+    task = SUITE["settings-wifi-off"]
+    off = {"kind": "tool_call", "calls": [{"name": "set_wifi", "arguments": {"enabled": False}}]}
+    planner = ScriptedPlanner([off, off, FINISH])
+    harness, _ = await run_task(task, planner, mode="harness")
+    bare_planner = ScriptedPlanner([off, off, FINISH])
+    bare, _ = await run_task(task, bare_planner, mode="bare")
+    assert harness.header.harness_config["loop_guard"] and not bare.header.harness_config["loop_guard"]
+    assert any("just ran exactly these calls" in n for n in harness.steps[1].notices)
+    assert "tool_call" not in planner.requests[2].kinds  # after the repeat it must conclude
+    assert not any("ran exactly" in n for s in bare.steps for n in s.notices)
+    assert "tool_call" in bare_planner.requests[2].kinds

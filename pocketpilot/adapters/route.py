@@ -1,0 +1,151 @@
+"""Per-request routing: which skills' procedures a request needs up front, and which memory actions.
+
+The traces of the 1.5B planner show why a harness routes rather than waits: given a
+``load_skill`` action and a skill index, a small planner almost never loads the skill, so the
+procedure (the unit factors, the note-then-power-off order) never reaches it; given
+``memory_write`` it spends its few steps writing memories nobody asked for. The router decides
+from the request alone, before the first step, with no model call:
+
+- **skills**: the available skills (required tools exposed) ranked by how many of their terms
+  the request uses (declared ``keywords``, description words, tool-name words), the best few
+  kept. Their procedures go into the first context; the planner needs no ``load_skill`` step.
+- **memory_write**: offered only when the request asks to remember something (episodes are
+  captured at the end of every run anyway).
+
+Matching is lexical on purpose: microseconds per request, deterministic, and explainable in a
+trace (``SkillRouter.explain``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..skills import SkillLibrary
+
+__all__ = ["SkillRouter", "asks_to_remember"]
+
+_STOP = frozenset(
+    "a an and any are as at be by do does for from get go has have how i if in is it its me my "
+    "no not of on one only or so that the their them then there this to up was what when which who "
+    "whose will with you your each every other another still same more less them they".split()
+    # the verbs and nouns of tool names that every app shares: they say nothing about which skill
+    + "set get read list create delete start stop status enabled info current turn off answer "
+    "check make add find change phone".split()
+)
+_REMEMBER = re.compile(
+    r"\b(remember|don'?t forget|do not forget|keep in mind|from now on|remind me|memori[sz]e|note to self)\b",
+    re.IGNORECASE,
+)
+_MIN_SCORE = 2.0
+"""One declared keyword, or two description/tool words: below that a match is noise."""
+
+
+def asks_to_remember(request: str) -> bool:
+    """Whether the request asks the agent to remember something (the only reason to offer memory_write)."""
+    return bool(_REMEMBER.search(request))
+
+
+def _normalize(text: str) -> str:
+    """Lowercase, hyphens and underscores as spaces, other punctuation dropped, single spaces."""
+    text = re.sub(r"[-_/]", " ", text.lower())
+    text = re.sub(r"[^a-z0-9' ]+", " ", text)
+    return " " + " ".join(text.split()) + " "
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _normalize(text).split() if len(w) > 2 and w not in _STOP}
+
+
+def _request_stems(request: str) -> set[str]:
+    """Stems of every non-stop token of a request (short ones too: "km", "oz")."""
+    return {_stem(w) for w in _normalize(request).split() if len(w) > 1 and w not in _STOP}
+
+
+def _stem(word: str) -> str:
+    """A crude stem, the same on both sides: "noting", "notes", "note" -> "not"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+@dataclass(frozen=True)
+class _Terms:
+    phrases: tuple[str, ...]
+    """Normalized multi-word keywords (matched as whole phrases, weight 2)."""
+    keys: frozenset[str]
+    """Stems of one-word keywords (weight 2: "messaged" matches "message")."""
+    stems: frozenset[str]
+    """Stems of description and tool-name words (weight 1 each)."""
+    generic: bool
+    """The skill requires no tool (e.g. the conflict arbiter): it must match twice as strongly."""
+
+
+class SkillRouter:
+    """Ranks a library's skills for a request; built once, asked per request.
+
+    Args:
+        library: the skills.
+        max_skills: at most this many procedures go into one context.
+        min_score: the least score that counts as a match (see :data:`_MIN_SCORE`).
+    """
+
+    def __init__(self, library: SkillLibrary, *, max_skills: int = 2, min_score: float = _MIN_SCORE) -> None:
+        self.library = library
+        self.max_skills = max_skills
+        self.min_score = min_score
+        self._terms: dict[str, _Terms] = {}
+        for skill in library.skills():
+            meta = skill.meta
+            keywords = {_normalize(k).strip() for k in meta.keywords} - {""}
+            phrases = tuple(sorted(k for k in keywords if " " in k))
+            keys = frozenset(_stem(k) for k in keywords if " " not in k)
+            words = _words(meta.description) | _words(meta.name)
+            for tool in (*meta.requires, *meta.exposes):  # not precondition tools: a gate on
+                words |= _words(tool)  # power_off naming create_alarm is not about alarms
+            stems = frozenset(_stem(w) for w in words) - keys
+            self._terms[skill.name] = _Terms(phrases, keys, stems, generic=not meta.requires)
+
+    def explain(self, request: str) -> dict[str, list[str]]:
+        """Per skill, the terms of ``request`` that matched it (for traces and tests)."""
+        text = _normalize(request)
+        stems = _request_stems(request)
+        out: dict[str, list[str]] = {}
+        for name, terms in self._terms.items():
+            hits = [p for p in terms.phrases if re.search(rf" {re.escape(p)}(s|es)? ", text)]
+            hits += sorted(stems & terms.keys) + sorted(stems & terms.stems)
+            if hits:
+                out[name] = hits
+        return out
+
+    def scores(self, request: str) -> dict[str, float]:
+        """Relevance of each skill to ``request`` (0 for no match)."""
+        text = _normalize(request)
+        stems = _request_stems(request)
+        out: dict[str, float] = {}
+        for name, terms in self._terms.items():
+            phrase_hits = sum(1 for p in terms.phrases if re.search(rf" {re.escape(p)}(s|es)? ", text))
+            out[name] = 2.0 * (phrase_hits + len(stems & terms.keys)) + len(stems & terms.stems)
+        return out
+
+    def route(self, request: str, exposed_tools: Sequence[str] | Iterable[str]) -> list[str]:
+        """The skills whose procedures ``request`` needs, best first.
+
+        Only skills available with ``exposed_tools`` (every required tool exposed) compete;
+        those scoring at least ``min_score`` are kept, at most ``max_skills`` of them. A skill
+        that requires no tool is available everywhere, so it needs twice the score: the
+        arbiter belongs to requests that combine two interfering things, not to every request
+        that names one. Ties keep the library's (alphabetical) order, so routing is deterministic.
+        """
+        available = self.library.available(list(exposed_tools))
+        scores = self.scores(request)
+
+        def enough(name: str) -> bool:
+            need = self.min_score * (2 if self._terms[name].generic else 1)
+            return scores.get(name, 0.0) >= need
+
+        ranked = sorted((n for n in available if enough(n)), key=lambda n: -scores[n])
+        return ranked[: self.max_skills]

@@ -1,0 +1,213 @@
+"""The adapter's per-request routing: skills a request needs, request-bound notes, offered actions."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pocketpilot.adapters import (
+    EtaError,
+    GuidanceFilter,
+    RoutingNote,
+    SkillRouter,
+    asks_to_remember,
+    compile_eta,
+    sandbox_tool_apps,
+    session_kwargs,
+)
+from pocketpilot.contracts import ACTION_KINDS
+from pocketpilot.skills import SkillLibrary, parse_skill
+from pocketpilot.skills.errors import SkillError
+
+SETTINGS = [
+    "get_settings",
+    "set_wifi",
+    "set_bluetooth",
+    "set_do_not_disturb",
+    "set_brightness",
+    "set_ring_mode",
+    "get_device_info",
+    "power_off",
+]
+NOTES_POWER = [
+    "create_note",
+    "list_notes",
+    "search_notes",
+    "read_note",
+    "delete_note",
+    "get_device_info",
+    "power_off",
+]
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return SkillLibrary.builtin()
+
+
+@pytest.fixture(scope="module")
+def eta(lib):
+    tools, apps = sandbox_tool_apps()
+    return compile_eta(tools, lib, apps=apps)
+
+
+@pytest.fixture(scope="module")
+def router(lib):
+    return SkillRouter(lib)
+
+
+def test_router_picks_the_skill_whose_words_the_request_uses(router):
+    assert router.route("How many yards is 400 meters?", ["convert_units", "calculate"]) == [
+        "unit-conversion"
+    ]
+    assert router.route("Turn off the wifi.", SETTINGS) == ["quick-settings"]
+    # inflections match ("noting" a note, "messaged")
+    routed = router.route("Power off my phone after noting my gym locker code 8812.", NOTES_POWER)
+    assert routed[0] == "note-before-power-off" and len(routed) <= router.max_skills
+    assert "messaging" in router.route(
+        "If Jordan messaged me, reply 'ok'.", ["send_sms", "read_inbox", "lookup_contact"]
+    )
+
+
+def test_router_only_offers_available_skills_and_ignores_noise(router):
+    # the request names a cast, but no cast tool is exposed: the skill is not available
+    assert "screen-cast" not in router.route("Cast my screen to the TV.", SETTINGS)
+    # words every tool shares (set, turn, off, phone) route nowhere
+    assert router.route("Set it for me, then turn it off.", SETTINGS) == []
+    # "switch off my alarm" is not a power-off request
+    assert router.route(
+        "Switch off my 7 o'clock wake-up alarm.",
+        ["list_alarms", "create_alarm", "set_alarm_enabled", "power_off", "create_note"],
+    ) == ["alarms"]
+
+
+def test_a_generic_skill_needs_two_interfering_things(lib):
+    router = SkillRouter(lib, max_skills=5)
+    cast = ["get_cast_status", "start_cast", "stop_cast", *SETTINGS]
+    assert "conflict-arbiter" not in router.route("Cast to the living room TV.", cast)
+    combined = "Turn on do not disturb, then cast my screen to the TV, then power off."
+    assert "conflict-arbiter" in router.route(combined, cast)
+
+
+def test_router_explains_its_matches(router):
+    why = router.explain("What is 100 meters in yards?")
+    assert set(why["unit-conversion"]) >= {"meter", "yard"}
+
+
+def test_router_is_fast(router):
+    t0 = time.perf_counter()
+    for _ in range(200):
+        router.route("Before you turn off my phone, note that I took my meds at 9:30.", NOTES_POWER)
+    assert (time.perf_counter() - t0) / 200 < 0.005
+
+
+def test_keywords_are_validated():
+    text = "---\nname: k\ndescription: d\nversion: '1'\nkeywords: ['  ']\n---\nbody\n"
+    with pytest.raises(SkillError, match="keywords"):
+        parse_skill(text, "k/SKILL.md")
+    ok = parse_skill(text.replace("['  ']", "[yards, heart rate]"), "k/SKILL.md")
+    assert ok.meta.keywords == ["yards", "heart rate"]
+
+
+def test_asks_to_remember():
+    assert asks_to_remember("Remember that my locker is 12.")
+    assert asks_to_remember("Please don't forget I'm vegetarian")
+    assert not asks_to_remember("Turn off the wifi.")
+    assert not asks_to_remember("Write down that I parked on level 3.")  # a note, not a memory
+
+
+def test_request_bound_note_applies_only_to_matching_requests(eta):
+    filt = GuidanceFilter(eta)
+    helper = "Have a clock helper create a 05:40 alarm labeled Flight."
+    assert "subagent.artifacts" in filt.note_ids([], ["delegate"], request=helper)
+    assert "subagent.artifacts" not in filt.note_ids([], ["delegate"], request="Create a 05:40 alarm.")
+    assert "subagent.artifacts" not in filt.note_ids([], ["delegate"])  # no request: no request-bound note
+    assert "subagent.artifacts" not in filt.note_ids([], [], request=helper)  # delegation not configured
+    with pytest.raises(ValueError, match="regular expression"):
+        RoutingNote(id="bad", text="t", when_request="(")
+
+
+def test_compile_rejects_a_note_covered_by_an_unknown_skill(lib):
+    tools, _ = sandbox_tool_apps()
+    with pytest.raises(EtaError, match="covered by unknown skill"):
+        compile_eta(tools, lib, [RoutingNote(id="x", text="t", covered_by=["no-such-skill"])])
+
+
+def test_filter_index_leaves_out_skills_already_shown(eta):
+    filt = GuidanceFilter(eta)
+    cast = ["get_cast_status", "start_cast", "stop_cast"]
+    assert "screen-cast:" in "\n".join(filt.guidance(cast, ["skills"]))
+    shown = "\n".join(filt.guidance(cast, ["skills"], shown_skills=["screen-cast"]))
+    assert "screen-cast:" not in shown
+    assert "cast.one-at-a-time" in filt.note_ids(cast)
+    assert "cast.one-at-a-time" not in filt.note_ids(cast, shown_skills=["screen-cast"])  # covered
+    assert "Only one cast can be live" not in shown
+
+
+def test_session_kwargs_per_request(eta, lib, router):
+    kw = session_kwargs(
+        eta,
+        ["convert_units", "calculate"],
+        library=lib,
+        memory=True,
+        delegate=True,
+        request="What is 100 meters in yards?",
+        router=router,
+    )
+    assert kw["preloaded"] == ["unit-conversion"]
+    assert "memory_write" not in kw["actions"] and "memory_search" in kw["actions"]
+    assert "load_skill" not in kw["actions"]  # the routed procedure is shown: nothing to load
+    assert set(kw["actions"]) < set(ACTION_KINDS)
+    assert kw["guidance"] == []
+    text = "\n".join(kw["guidance_for"](["convert_units", "calculate"]))
+    # the converter note says what the routed unit-conversion procedure says: left out
+    assert "calculate with the standard factor" not in text
+    assert "Skills (load_skill)" not in text and "Load the skill" not in text  # routed: no index, no load note
+    assert "memory_search it" in text  # memory configured, nothing recalled
+    unrouted = session_kwargs(eta, ["convert_units", "calculate"], library=lib, request="Do the thing.")
+    assert unrouted["preloaded"] == [] and "load_skill" in unrouted["actions"]
+    assert "calculate with the standard factor" in "\n".join(unrouted["guidance_for"](["convert_units", "calculate"]))
+    # guidance follows the tools exposed at the time it is asked (after a load_skill)
+    assert "calculate with the standard factor" not in "\n".join(unrouted["guidance_for"](["calculate"]))
+    recalled = session_kwargs(
+        eta,
+        ["convert_units", "calculate"],
+        library=lib,
+        memory=True,
+        request="How long is a 42 km route in the units I use?",
+        recalled=["I think in miles, not kilometers."],
+        memory_search=False,
+    )
+    text = "\n".join(recalled["guidance_for"](["convert_units", "calculate"]))
+    assert "memory_search it" not in text and "recalled for this request" in text
+    assert "memory_search" not in recalled["actions"]
+    with pytest.raises(EtaError, match="another skill library"):
+        session_kwargs(eta, [], library=lib, request="x", router=SkillRouter(SkillLibrary.builtin()))
+
+
+def test_routing_reads_recalled_memories(eta, lib):
+    names = ["get_settings", "set_wifi", "set_do_not_disturb", "set_brightness"]
+    bare = session_kwargs(eta, names, library=lib, request="I'm home now, do the home routine I asked for.")
+    assert bare["preloaded"] == []
+    kw = session_kwargs(
+        eta,
+        names,
+        library=lib,
+        request="I'm home now, do the home routine I asked for.",
+        recalled=["Home routine: wifi on, do not disturb off, brightness 40."],
+    )
+    assert kw["preloaded"] == ["quick-settings"]
+
+
+def test_a_revision_cannot_name_an_unknown_covering_skill(eta):
+    from pocketpilot.adapters import AddNote, Revision, RevisionError, apply_revision
+
+    bad = Revision(
+        id="r1", base_version=eta.version, rationale="x",
+        ops=[AddNote(note=RoutingNote(id="new.one", text="t", covered_by=["ghost"]))],
+    )
+    with pytest.raises(RevisionError, match="covered by unknown skill"):
+        apply_revision(eta, bad)
+    good = bad.model_copy(update={"ops": [AddNote(note=RoutingNote(id="new.one", text="t", covered_by=["alarms"]))]})
+    assert apply_revision(eta, good).note("new.one").covered_by == ["alarms"]

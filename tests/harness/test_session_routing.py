@@ -1,0 +1,323 @@
+"""Session features a harness uses per request: offered actions, preloaded skills, evidence,
+guidance re-filtered after load_skill, and the exact next call after a gate held a call back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pocketpilot.errors import UsageError
+from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+from pocketpilot.harness import AllowAll, HarnessConfig, Session
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.skills import DependsOnResultGate, SkillLibrary
+
+FINISH = {"kind": "finish", "summary": "done"}
+CAST = ["get_cast_status", "start_cast", "stop_cast"]
+
+
+def call(name: str, **arguments: object) -> dict:
+    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
+
+
+def batch(*calls: tuple[str, dict]) -> dict:
+    return {"kind": "tool_call", "calls": [{"name": n, "arguments": a} for n, a in calls]}
+
+
+def _session(planner, phone, names, **kw) -> Session:
+    return Session(planner, SandboxExecutor(phone), tools=names, confirm=AllowAll(), **kw)
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return SkillLibrary.builtin()
+
+
+async def test_held_call_comes_back_as_the_exact_next_action(lib):
+    phone = SandboxPhone()
+    phone.state.cast.active, phone.state.cast.target = True, "Office Display"
+    start = {"name": "start_cast", "arguments": {"target": "Living Room TV"}}
+    planner = ScriptedPlanner(
+        [batch(("get_cast_status", {}), ("stop_cast", {}), ("start_cast", start["arguments"])), FINISH]
+    )
+    episode = await _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST)).run(
+        "switch the cast"
+    )
+    first = episode.steps[0]
+    assert [r.ok for r in first.results] == [True, True, False]
+    assert first.results[2].error.code == "precondition_failed"
+    held = [n for n in first.notices if n.startswith("Held back")]
+    assert len(held) == 1 and "start_cast" in held[0]
+    suggested, _ = json.JSONDecoder().raw_decode(held[0].split("next action is ", 1)[1])
+    assert "get_cast_status, stop_cast" in held[0]  # names the results to decide from
+    assert suggested == {"kind": "tool_call", "calls": [start]}
+    # the planner sees the notice in the feedback of that step
+    feedback = json.loads(planner.requests[1].messages[-1].content)
+    assert any(n.startswith("Held back") for n in feedback["notices"])
+    # and the suggested action passes the gates now
+    phone2 = SandboxPhone()
+    phone2.state.cast.active, phone2.state.cast.target = True, "Office Display"
+    planner2 = ScriptedPlanner(
+        [
+            batch(("get_cast_status", {}), ("stop_cast", {}), ("start_cast", start["arguments"])),
+            suggested,
+            FINISH,
+        ]
+    )
+    ep2 = await _session(planner2, phone2, CAST, skills=lib, gates=lib.always_on_gates(CAST)).run(
+        "switch the cast"
+    )
+    assert ep2.steps[1].results[0].ok and phone2.state.cast.target == "Living Room TV"
+
+
+async def test_held_calls_are_suggested_one_at_a_time_in_the_planners_order(lib):
+    names = ["get_device_info", "get_settings", "set_do_not_disturb", "set_brightness"]
+    planner = ScriptedPlanner(
+        [
+            batch(
+                ("get_device_info", {}),
+                ("set_do_not_disturb", {"enabled": True}),
+                ("set_brightness", {"level": 10}),
+            ),
+            FINISH,
+        ]
+    )
+    episode = await _session(
+        planner,
+        SandboxPhone(),
+        names,
+        gates=[
+            DependsOnResultGate(
+                tools=frozenset({"set_do_not_disturb", "set_brightness"}),
+                skill="t",
+                waits_for=frozenset({"get_device_info"}),
+            )
+        ],
+    ).run("if low: dnd, dim")
+    assert [r.ok for r in episode.steps[0].results] == [True, False, False]  # the writes waited for the read
+    (held,) = [n for n in episode.steps[0].notices if n.startswith("Held back")]
+    suggested, _ = json.JSONDecoder().raw_decode(held.split("next action is ", 1)[1])
+    assert [c["name"] for c in suggested["calls"]] == ["set_do_not_disturb"]
+    assert "then set_brightness in later steps" in held and "leave them out" in held
+
+
+async def test_a_held_call_that_would_still_fail_is_not_suggested(lib):
+    names = ["list_notes", "read_note", "create_note", "search_notes", "delete_note"]
+    planner = ScriptedPlanner([batch(("list_notes", {}), ("read_note", {"note_id": "note-99"})), FINISH])
+    episode = await _session(planner, SandboxPhone(), names, gates=lib.always_on_gates(names)).run(
+        "read note 99"
+    )
+    notices = episode.steps[0].notices
+    assert not any(n.startswith("Held back") for n in notices)
+    assert any(n.startswith("Not run: read_note") for n in notices)
+
+
+async def test_offered_actions_narrow_the_kinds_for_parent_and_sub_agent():
+    names = ["get_settings", "set_wifi"]
+    planner = ScriptedPlanner([{"kind": "delegate", "instruction": "read the settings"}, FINISH, FINISH])
+    session = _session(planner, SandboxPhone(), names, actions=["tool_call", "delegate", "finish"])
+    episode = await session.run("check settings")
+    assert planner.requests[0].kinds == ("tool_call", "delegate", "finish")
+    assert planner.requests[1].kinds == ("tool_call", "finish")  # the sub-agent: no delegate at depth 1
+    assert episode.steps[0].children
+    with pytest.raises(UsageError, match="unknown action kinds"):
+        await _session(ScriptedPlanner([FINISH]), SandboxPhone(), names, actions=["fly"]).run("x")
+    with pytest.raises(UsageError, match="no action kind"):
+        await _session(ScriptedPlanner([FINISH]), SandboxPhone(), names, actions=[]).run("x")
+
+
+async def test_preloaded_skill_guides_from_the_first_step_without_its_loaded_gates(lib):
+    names = ["create_note", "power_off"]
+    phone = SandboxPhone()
+    planner = ScriptedPlanner(
+        [{"kind": "load_skill", "name": "note-before-power-off"}, call("power_off"), FINISH]
+    )
+    session = _session(
+        planner,
+        phone,
+        names,
+        skills=lib,
+        gates=lib.always_on_gates(names),
+        preloaded=["note-before-power-off"],
+    )
+    episode = await session.run("power off")
+    first = planner.requests[0]
+    assert "[note-before-power-off]" in first.messages[0].content
+    assert "note-before-power-off" not in first.skills  # already in force: not loadable again
+    assert "read_note" in {t.name for t in first.tools}  # the skill's tools are exposed
+    assert episode.header.skills == ["note-before-power-off"]
+    assert episode.steps[0].results[0].error.code == "unknown_skill"
+    # its `when: loaded` gate (power off needs a saved note) is not applied: a routing guess
+    # must not make a plain power off impossible
+    assert episode.steps[1].results[0].ok and not phone.state.device.powered_on
+    with pytest.raises(UsageError, match="skill store"):
+        _session(ScriptedPlanner([FINISH]), SandboxPhone(), names, preloaded=["notes"])
+
+
+async def test_guidance_is_refiltered_when_load_skill_exposes_tools(lib):
+    seen: list[list[str]] = []
+
+    def guidance_for(tools):
+        seen.append(sorted(tools))
+        return [f"GUIDE for {len(tools)} tools"] + (["about read_note"] if "read_note" in tools else [])
+
+    planner = ScriptedPlanner([{"kind": "load_skill", "name": "notes"}, FINISH])
+    session = _session(planner, SandboxPhone(), ["create_note"], skills=lib, guidance_for=guidance_for)
+    await session.run("save a note")
+    assert seen[0] == ["create_note"] and "read_note" in seen[-1]
+    assert "about read_note" not in planner.requests[0].messages[0].content
+    assert "about read_note" in planner.requests[1].messages[0].content
+    assert "[notes]" in planner.requests[1].messages[0].content  # the loaded procedure too
+
+
+async def test_evidence_sits_between_prefix_and_request_and_stays_with_the_parent():
+    planner = ScriptedPlanner([{"kind": "delegate", "instruction": "turn wifi off"}, FINISH, FINISH])
+    session = _session(
+        planner,
+        SandboxPhone(),
+        ["get_settings", "set_wifi"],
+        evidence=["Recalled memories: - (2025-03-01) I like wifi off."],
+    )
+    await session.run("do my usual wifi thing")
+    parent = planner.requests[0].messages
+    assert [m.section for m in parent] == ["prefix", "evidence", "request"]
+    assert "I like wifi off" in parent[1].content and parent[1].role == "user"
+    child = planner.requests[1].messages
+    assert not any("I like wifi off" in m.content for m in child)
+    assert planner.requests[2].messages[1].section == "evidence"  # kept on every parent step
+
+
+async def test_a_resolved_phone_number_comes_back_as_an_artifact():
+    names = ["lookup_contact", "send_sms"]
+    planner = ScriptedPlanner(
+        [
+            {"kind": "delegate", "instruction": "find Jordan's number", "tools": ["lookup_contact"]},
+            {"kind": "tool_call", "calls": [{"name": "lookup_contact", "arguments": {"name": "Jordan"}}]},
+            {"kind": "finish", "summary": "found"},
+            FINISH,
+        ]
+    )
+    episode = await _session(planner, SandboxPhone(), names).run("have a helper find Jordan's number")
+    artifacts = episode.steps[0].results[0].data["artifacts"]
+    assert artifacts["lookup_contact.phone"].startswith("+1-555") and "lookup_contact.id" in artifacts
+
+
+async def test_repeating_a_batch_that_already_succeeded_is_pointed_out():
+    names = ["get_settings", "set_wifi"]
+    off = call("set_wifi", enabled=False)
+    planner = ScriptedPlanner([off, call("get_settings"), off, FINISH])
+    guarded = HarnessConfig(loop_guard=True)
+    episode = await _session(planner, SandboxPhone(), names, config=guarded).run("wifi off")
+    assert not any("already ran" in n for n in episode.steps[0].notices + episode.steps[1].notices)
+    assert any(n.startswith("Step 0 already ran exactly these calls") for n in episode.steps[2].notices)
+    # off by default: a plain session loop says nothing
+    plain = await _session(ScriptedPlanner([off, off, FINISH]), SandboxPhone(), names).run("wifi off")
+    assert not any("already ran" in n for s in plain.steps for n in s.notices)
+
+
+async def test_a_sub_agent_gate_counts_what_the_parent_already_did(lib):
+    phone = SandboxPhone()
+    phone.state.cast.active, phone.state.cast.target = True, "Office Display"
+    planner = ScriptedPlanner(
+        [
+            call("stop_cast"),
+            {"kind": "delegate", "instruction": "cast to the living room TV", "tools": ["start_cast"]},
+            call("start_cast", target="Living Room TV"),
+            {"kind": "finish", "summary": "casting"},
+            FINISH,
+        ]
+    )
+    session = _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST))
+    episode = await session.run("switch the cast to the living room TV")
+    child = episode.steps[1].children[0]
+    assert child.steps[0].results[0].ok  # the parent's stop_cast is evidence for the child's gate
+    assert phone.state.cast.target == "Living Room TV"
+    # without the parent's stop, the child's gate still blocks
+    phone2 = SandboxPhone()
+    phone2.state.cast.active, phone2.state.cast.target = True, "Office Display"
+    planner2 = ScriptedPlanner(
+        [
+            {"kind": "delegate", "instruction": "cast to the living room TV", "tools": ["start_cast"]},
+            call("start_cast", target="Living Room TV"),
+            {"kind": "finish", "summary": "casting"},
+            FINISH,
+        ]
+    )
+    ep2 = await _session(planner2, phone2, CAST, skills=lib, gates=lib.always_on_gates(CAST)).run("cast")
+    assert ep2.steps[0].children[0].steps[0].results[0].error.code == "precondition_failed"
+
+
+async def test_no_skill_is_listed_as_loadable_when_load_skill_is_not_offered(lib):
+    names = ["get_settings", "set_wifi"]
+    offered = ScriptedPlanner([FINISH])
+    await _session(offered, SandboxPhone(), names, skills=lib).run("wifi off")
+    assert offered.requests[0].skills and "Skills you can load" in offered.requests[0].messages[0].content
+    narrowed = ScriptedPlanner([FINISH])
+    await _session(narrowed, SandboxPhone(), names, skills=lib, actions=["tool_call", "finish"]).run(
+        "wifi off"
+    )
+    assert narrowed.requests[0].skills == []
+    assert "Skills you can load" not in narrowed.requests[0].messages[0].content
+
+
+async def test_a_guessed_id_next_to_the_creating_call_is_repaired_in_the_hint(lib):
+    names = ["list_alarms", "create_alarm", "set_alarm_enabled"]
+    planner = ScriptedPlanner(
+        [
+            batch(
+                ("create_alarm", {"time": "05:40", "label": "Flight"}),
+                ("set_alarm_enabled", {"alarm_id": "12345", "enabled": False}),
+            ),
+            FINISH,
+        ]
+    )
+    episode = await _session(planner, SandboxPhone(), names, gates=lib.always_on_gates(names)).run(
+        "alarm, off"
+    )
+    (held,) = [n for n in episode.steps[0].notices if n.startswith("Held back")]
+    suggested, _ = json.JSONDecoder().raw_decode(held.split("next action is ", 1)[1])
+    assert suggested["calls"] == [
+        {"name": "set_alarm_enabled", "arguments": {"alarm_id": "alarm-3", "enabled": False}}
+    ]
+
+
+async def test_the_loop_guard_makes_the_planner_conclude_after_a_consecutive_repeat():
+    names = ["get_settings", "set_wifi"]
+    read = call("get_settings")
+    planner = ScriptedPlanner([read, read, FINISH])
+    episode = await _session(planner, SandboxPhone(), names, config=HarnessConfig(loop_guard=True)).run(
+        "settings?"
+    )
+    assert "tool_call" in planner.requests[1].kinds and "tool_call" not in planner.requests[2].kinds
+    assert any(n.startswith("You just ran exactly these calls") for n in episode.steps[1].notices)
+    assert episode.stop_reason == "finish"
+
+
+async def test_the_loop_guard_stops_an_identical_held_batch_livelock(lib):
+    phone = SandboxPhone()
+    phone.state.cast.active, phone.state.cast.target = True, "Office Display"
+    again = batch(("stop_cast", {}), ("start_cast", {"target": "Bedroom TV"}))
+    planner = ScriptedPlanner([again, again, FINISH])
+    session = _session(
+        planner,
+        phone,
+        CAST,
+        skills=lib,
+        gates=lib.always_on_gates(CAST),
+        config=HarnessConfig(loop_guard=True),
+    )
+    episode = await session.run("cast to the bedroom")
+    assert "tool_call" in planner.requests[1].kinds and "tool_call" not in planner.requests[2].kinds
+    assert any("held back again" in n for n in episode.steps[1].notices)
+
+
+async def test_the_loop_guard_stops_an_identical_repeated_delegation():
+    names = ["get_settings", "set_wifi"]
+    hand_off = {"kind": "delegate", "instruction": "read the settings", "tools": ["get_settings"]}
+    planner = ScriptedPlanner([hand_off, FINISH, hand_off, FINISH, FINISH])
+    session = _session(planner, SandboxPhone(), names, config=HarnessConfig(loop_guard=True))
+    episode = await session.run("settings?")
+    assert "tool_call" in planner.requests[2].kinds  # the first repeat is still planned freely
+    assert "delegate" not in planner.requests[4].kinds and "tool_call" not in planner.requests[4].kinds
+    assert any("delegated exactly this before" in n for n in episode.steps[1].notices)
