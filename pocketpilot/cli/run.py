@@ -92,7 +92,9 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
         click.echo(f"request: {request}")
     else:
         executor = SandboxExecutor(SandboxPhone())
-        extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False)
+        # Routed like a bench request: the skills it needs in the first context, no memory actions.
+        extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False, request=request,
+                                   memory_search=False)
         click.echo(f"request: {request}")
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
     session = Session(
