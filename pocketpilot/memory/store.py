@@ -358,7 +358,7 @@ class SqliteMemory:
         self, caller: Caller, query: str, *, k: int = 5, filters: SearchFilters | None = None,
         mode: RetrievalMode = "hybrid",
     ) -> list[SearchHit]:
-        """Hybrid retrieval of the caller's memories: BM25 + vector, RRF, recency, importance, MMR.
+        """Hybrid retrieval of the caller's memories: BM25 + vector fused (convex by default), recency, importance, MMR.
 
         Any text is a valid query (it is never passed to FTS5 raw); results are evidence with
         provenance, never instructions. ``mode`` ``keyword`` or ``vector`` uses one side only
