@@ -275,6 +275,11 @@ class Session:
         )
 
 
+def _batch_key(calls: Sequence[ToolCall]) -> tuple[str, ...]:
+    """A batch's identity for the loop guard: its calls' keys, order ignored (calls of one batch run together)."""
+    return tuple(sorted(c.key() for c in calls))
+
+
 _ARTIFACT_KEYS = ("id", "file", "filename", "path", "uri", "phone", "number", "email")
 """Result fields that name a product or a handle a later step passes on: ids and files, and the
 addresses a lookup resolves (a helper that "finds Jordan's number" returns it as ``phone``)."""
@@ -537,7 +542,7 @@ class _RunState:
             only_holds = previous is not None and all(
                 r.ok or (r.error is not None and r.error.code == "precondition_failed") for r in previous.results
             )
-            if self.cfg.loop_guard and only_holds and self._repeats_previous(tuple(sorted(c.key() for c in action.calls))):
+            if self.cfg.loop_guard and only_holds and self._repeats_previous(_batch_key(action.calls)):
                 # the same batch, held back the same way again: the planner is not reading the
                 # hint; stop it from spending the rest of its budget on the identical batch
                 self.stuck = True
@@ -545,7 +550,7 @@ class _RunState:
                     "You sent exactly the same batch again and it was held back again. Your next action "
                     "must be finish, ask_user or refuse."
                 )
-        key = tuple(sorted(c.key() for c in action.calls))
+        key = _batch_key(action.calls)
         if self.cfg.loop_guard and outcome.results and all(r.ok for r in outcome.results):
             earlier = self.succeeded.get(key)
             if self._repeats_previous(key):
@@ -569,7 +574,7 @@ class _RunState:
     def _repeats_previous(self, key: tuple[str, ...]) -> bool:
         """Whether the previous step was a tool call of exactly these calls (``key``: sorted call keys)."""
         previous = self.steps[-1].action if self.steps else None
-        return isinstance(previous, ToolCallAction) and tuple(sorted(c.key() for c in previous.calls)) == key
+        return isinstance(previous, ToolCallAction) and _batch_key(previous.calls) == key
 
     def _held_notice(
         self, action: ToolCallAction, results: Sequence[ToolResult], held: Sequence[ToolCall]
