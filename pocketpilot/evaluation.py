@@ -366,7 +366,7 @@ async def run_task(
     try:
         if run.memory is not None:
             memory = run.memory
-            cfg = dataclasses.replace(cfg, loop_guard=True)  # a runtime guard of the harness
+            cfg = dataclasses.replace(cfg, loop_guard=True, recovery_hints=True)  # runtime guards of the harness
             hits = await memory.session.search(task.goal, k=RECALL_K) if task.memory else []
             kw = kit.session_kwargs(
                 [t.name for t in run.executor.tools()],

@@ -26,7 +26,7 @@ from .filter import GuidanceFilter
 from .kit import check_library, session_kwargs
 from .notes import DEFAULT_NOTES
 from .revision import AddNote, MapTool, RemoveNote, ReplaceNote, Revision, RevisionStore, apply_revision
-from .route import SkillRouter, asks_to_remember
+from .route import SkillRouter, asks_to_delegate, asks_to_remember
 
 __all__ = [
     "DEFAULT_NOTES",
@@ -47,6 +47,7 @@ __all__ = [
     "SkillRouter",
     "ToolEntry",
     "apply_revision",
+    "asks_to_delegate",
     "asks_to_remember",
     "canonical_json",
     "check_library",

@@ -10,7 +10,7 @@ from ..skills import SkillLibrary
 from .errors import EtaError
 from .eta import Eta
 from .filter import GuidanceFilter
-from .route import SkillRouter, asks_to_remember
+from .route import SkillRouter, asks_to_delegate, asks_to_remember
 
 __all__ = ["check_library", "session_kwargs"]
 
@@ -59,7 +59,8 @@ def session_kwargs(
       context, and the skill index, the load note and ``load_skill`` itself give way to them
       (``load_skill`` stays offered when the router found nothing for the request);
     - ``actions`` leaves ``memory_write`` out unless the request asks to remember something,
-      and ``memory_search`` out when ``memory_search`` is False (an empty store);
+      ``delegate`` out unless it asks for a helper or sub-agent, and ``memory_search`` out
+      when ``memory_search`` is False (an empty store);
     - ``guidance_for`` re-filters guidance to the tools exposed at each point (after a
       ``load_skill`` exposes new ones), with request-bound notes matched against the request;
       ``guidance`` is then empty (the session asks ``guidance_for``).
@@ -107,6 +108,8 @@ def session_kwargs(
         res.discard("memory")
     if recalled:
         res.add("recall")
+    if not asks_to_delegate(request):
+        res.discard("delegate")  # the action is not offered, so neither is its note
     preloaded: list[str] = []
     if library is not None:
         router = router if router is not None else SkillRouter(library)
@@ -120,6 +123,7 @@ def session_kwargs(
         for k in ACTION_KINDS
         if (k != "memory_write" or asks_to_remember(request))
         and (k != "memory_search" or memory_search)
+        and (k != "delegate" or asks_to_delegate(request))
         and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
     ]
     shown = tuple(preloaded)

@@ -11,6 +11,10 @@ from the request alone, before the first step, with no model call:
   kept. Their procedures go into the first context; the planner needs no ``load_skill`` step.
 - **memory_write**: offered only when the request asks to remember something (episodes are
   captured at the end of every run anyway).
+- **delegate**: offered only when the request asks for a helper or sub-agent. Offered on every
+  request, the 1.5B planner handed plain one-app requests to a sub-agent as an escape after
+  any surprise (5 of 37 test tasks in one run), and one such child deleted the alarm the
+  parent had just created.
 
 Matching is lexical on purpose: microseconds per request, deterministic, and explainable in a
 trace (``SkillRouter.explain``).
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 
 from ..skills import SkillLibrary
 
-__all__ = ["SkillRouter", "asks_to_remember"]
+__all__ = ["SkillRouter", "asks_to_delegate", "asks_to_remember"]
 
 _STOP = frozenset(
     "a an and any are as at be by do does for from get go has have how i if in is it its me my "
@@ -38,6 +42,8 @@ _REMEMBER = re.compile(
     r"\b(remember|don'?t forget|do not forget|keep in mind|from now on|remind me|memori[sz]e|note to self)\b",
     re.IGNORECASE,
 )
+_DELEGATE = re.compile(r"\b(helper|sub-?agent|assistant)s?\b|\bdelegate\b", re.IGNORECASE)
+"""The same words as the `subagent.artifacts` note's ``when_request``: action and note go together."""
 _MIN_SCORE = 2.0
 """One declared keyword, or two description/tool words: below that a match is noise."""
 
@@ -45,6 +51,11 @@ _MIN_SCORE = 2.0
 def asks_to_remember(request: str) -> bool:
     """Whether the request asks the agent to remember something (the only reason to offer memory_write)."""
     return bool(_REMEMBER.search(request))
+
+
+def asks_to_delegate(request: str) -> bool:
+    """Whether the request asks for a helper or sub-agent (the only reason to offer delegate)."""
+    return bool(_DELEGATE.search(request))
 
 
 def _normalize(text: str) -> str:

@@ -420,7 +420,7 @@ class SqliteMemory:
         if qvec is not None and self._vectors is not None:
             missing = [r for r in meta if r not in vecs]  # keyword-only hits: their cosine counts too
             if missing:
-                extra = self._vectors.vectors(missing)
+                extra = self._vectors.vectors(missing, owner)
                 cosines = {r: float(v @ qvec) for r, v in extra.items()}
                 vecs = {**vecs, **extra}
         ranked = fuse(keyword, vector, meta, time.time(), self._weights, cosines)[: 4 * k]

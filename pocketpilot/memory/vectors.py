@@ -16,6 +16,13 @@ owner's store. What we measured (bench/bench_memory.py, FACTS.md), deciding the 
   still defines the bit layout (``vec_quantize_binary``, used by the schema migration).
 - A float vec0 table answers point lookups one statement at a time and turns ``rid IN (…)``
   into a full scan, so the rerank shortlist comes from an ordinary table in one statement.
+- The rerank itself reads from RAM for owners up to :data:`RAM_RERANK_MAX` vectors: an int8
+  copy of each vector (per-vector scaled, :func:`int8_scale`: 384 bytes, 38 MB at 100k) sits
+  next to the codes. Fetching the 200 float rows of a shortlist from SQLite was a third of the
+  vector side's time, and the keyword-only hits' cosines cost a second fetch; from RAM both are
+  a gather and a small matmul. The int8 cosine orders the shortlist as the float one does to
+  within quantisation noise (recall of the float rerank's top-10 is measured by the bench).
+  Larger owners fetch the float rows as before, so RAM stays bounded.
 
 Storage (schema 2, :mod:`._db`): ``items_emb(rid, embedding)`` float32, and
 ``items_bits(owner, rid, tier, live, bits)`` clustered by owner. sqlite-vec's
@@ -41,14 +48,20 @@ import numpy as np
 from ._db import Database
 from .models import TIERS
 
-__all__ = ["AUTO_EXACT_MAX", "RERANK_FACTOR", "VectorIndex", "VectorMode", "int8_scale", "nearest_by_distance", "sign_bits"]
+__all__ = [
+    "AUTO_EXACT_MAX", "RAM_RERANK_MAX", "RERANK_FACTOR", "VectorIndex", "VectorMode", "int8_scale",
+    "nearest_by_distance", "sign_bits",
+]
 
 VectorMode = Literal["auto", "exact", "bit_rerank"]
 AUTO_EXACT_MAX = 2_000
 """In ``auto`` mode, owners with more vectors than this use the bit scan + exact rerank."""
 RERANK_FACTOR = 4
 """The bit scan shortlists this many times the wanted rows (at least 40) for the exact rerank."""
+RAM_RERANK_MAX = 250_000
+"""Owners with at most this many vectors keep an int8 copy in RAM for the rerank (96 MB at the cap)."""
 _IN_CHUNK = 500  # bound parameters per IN (...) statement
+_LOAD_CHUNK = 10_000  # rows per statement when loading the int8 copy (bounds the load's peak RAM)
 _TIER_CODE = {t: i for i, t in enumerate(TIERS)}
 
 
@@ -74,7 +87,22 @@ class _OwnerCodes:
     max_rid: int
     generation: int
     seen: tuple[int, int]  # (PRAGMA data_version, local write count) at the last refresh
+    i8: np.ndarray | None = None  # int8 (n, dim): the rerank copy (None above RAM_RERANK_MAX)
+    inv_norm: np.ndarray | None = None  # float32 (n,): 1 / |i8 row|, so i8 @ q * inv_norm is a cosine
     masks: dict[tuple[tuple[str, ...], bool], np.ndarray] = field(default_factory=dict)
+
+    def positions(self, rids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Row positions of those ``rids`` held here, and the rids found (rids are sorted ascending)."""
+        want = np.asarray(rids, dtype=np.int64)
+        pos = np.searchsorted(self.rids, want)
+        pos = np.minimum(pos, len(self.rids) - 1)
+        found = self.rids[pos] == want if len(self.rids) else np.zeros(len(want), dtype=bool)
+        return pos[found], want[found]
+
+    def unit_rows(self, pos: np.ndarray) -> np.ndarray:
+        """The int8 rows at ``pos`` as float32 unit vectors."""
+        assert self.i8 is not None and self.inv_norm is not None
+        return self.i8[pos].astype(np.float32) * self.inv_norm[pos, None]
 
     def mask(self, tiers: Sequence[str], live_only: bool) -> np.ndarray:
         """Rows in ``tiers`` (and live), cached per filter until the codes change."""
@@ -168,10 +196,19 @@ class VectorIndex:
 
     # ----------------------------------------------------------------- reads
 
-    def vectors(self, rids: Sequence[int]) -> dict[int, np.ndarray]:
-        """Float vectors of ``rids`` (those that have one), fetched in one statement per 500."""
+    def vectors(self, rids: Sequence[int], owner: str | None = None) -> dict[int, np.ndarray]:
+        """Float vectors of ``rids`` (those that have one), fetched in one statement per 500.
+
+        Given the ``owner`` whose codes are loaded with their int8 copy, rows held there come
+        from RAM (unit vectors dequantised from int8) and only the rest from the store.
+        """
         out: dict[int, np.ndarray] = {}
         ids = [int(r) for r in dict.fromkeys(rids)]
+        codes = self._codes.get(owner) if owner is not None else None
+        if codes is not None and codes.i8 is not None and ids:
+            pos, found = codes.positions(ids)
+            out = dict(zip(found.tolist(), codes.unit_rows(pos), strict=True))
+            ids = [r for r in ids if r not in out]
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             rows = self._db.query(
@@ -199,16 +236,74 @@ class VectorIndex:
                 return codes
             generation = int(self._db.scalar("SELECT value FROM meta WHERE key = 'vec_generation'") or 0)
             if codes is None or codes.generation != generation:
+                old = codes
                 codes = self._load(owner, -1, generation, seen)
+                self._load_i8(owner, codes, old)
             else:
                 new = self._load(owner, codes.max_rid, generation, seen)
+                old = codes
                 codes = _OwnerCodes(
-                    np.concatenate([codes.rids, new.rids]), np.concatenate([codes.words, new.words], axis=1),
-                    np.concatenate([codes.tiers, new.tiers]), np.concatenate([codes.live, new.live]),
-                    max(codes.max_rid, new.max_rid), generation, seen,
+                    np.concatenate([old.rids, new.rids]), np.concatenate([old.words, new.words], axis=1),
+                    np.concatenate([old.tiers, new.tiers]), np.concatenate([old.live, new.live]),
+                    max(old.max_rid, new.max_rid), generation, seen,
                 )
+                self._load_i8(owner, codes, old)
             self._codes[owner] = codes
             return codes
+
+    def _load_i8(self, owner: str, codes: _OwnerCodes, old: _OwnerCodes | None) -> None:
+        """Give ``codes`` its int8 rerank copy, reusing ``old``'s rows and reading only the others.
+
+        A generation change (an update or delete anywhere) reloads the codes, but the vectors
+        of surviving rows never change, so they are carried over; a first load reads the
+        owner's float rows in chunks of :data:`_LOAD_CHUNK`. Nothing for owners above
+        :data:`RAM_RERANK_MAX` (their rerank reads float rows).
+        """
+        n = len(codes.rids)
+        if n == 0 or n > RAM_RERANK_MAX:
+            return
+        i8 = np.empty((n, self.dim), dtype=np.int8)
+        have = np.zeros(n, dtype=bool)
+        if old is not None and old.i8 is not None:
+            pos_old, found = old.positions(codes.rids)
+            at = np.searchsorted(codes.rids, found)
+            i8[at], have[at] = old.i8[pos_old], True
+        missing = codes.rids[~have]
+        if len(missing) > _LOAD_CHUNK // 2:
+            after = int(missing[0]) - 1
+            while True:  # one range scan over the owner's rows, in chunks
+                rows = self._db.query(
+                    "SELECT e.rid, e.embedding FROM items_bits b JOIN items_emb e ON e.rid = b.rid "
+                    "WHERE b.owner = ? AND b.rid > ? ORDER BY b.rid LIMIT ?", (owner, after, _LOAD_CHUNK),
+                )
+                if not rows:
+                    break
+                self._fill_i8(codes, i8, have, rows)
+                after = int(rows[-1][0])
+        else:
+            ids = missing.tolist()
+            for start in range(0, len(ids), _IN_CHUNK):
+                chunk = ids[start : start + _IN_CHUNK]
+                rows = self._db.query(
+                    f"SELECT rid, embedding FROM items_emb WHERE rid IN ({','.join('?' * len(chunk))})", chunk
+                )
+                self._fill_i8(codes, i8, have, rows)
+        if not have.all():  # rows went away under us: this time the rerank reads float rows
+            return
+        inv = np.empty(n, dtype=np.float32)
+        for start in range(0, n, _LOAD_CHUNK):  # in chunks: a float copy of all rows would double the RAM
+            part = i8[start : start + _LOAD_CHUNK].astype(np.float32)
+            inv[start : start + _LOAD_CHUNK] = 1.0 / np.maximum(np.sqrt(np.einsum("ij,ij->i", part, part)), 1e-12)
+        codes.i8, codes.inv_norm = i8, inv
+
+    def _fill_i8(self, codes: _OwnerCodes, i8: np.ndarray, have: np.ndarray, rows: list) -> None:  # type: ignore[type-arg]
+        if not rows:
+            return
+        pos, found = codes.positions([int(r[0]) for r in rows])
+        keep = {int(r): k for k, r in enumerate(r[0] for r in rows)}
+        floats = np.frombuffer(b"".join(rows[keep[int(r)]][1] for r in found), dtype=np.float32)
+        i8[pos] = int8_scale(floats.reshape(len(found), self.dim))
+        have[pos] = True
 
     def _load(self, owner: str, after: int, generation: int, seen: tuple[int, int]) -> _OwnerCodes:
         rows = self._db.query(
@@ -255,12 +350,19 @@ class VectorIndex:
             return [], {}
         m = max(RERANK_FACTOR * k, 40)
         if mode == "exact" or (mode == "auto" and n <= AUTO_EXACT_MAX) or m >= n:
-            shortlist = codes.rids[keep]
+            pos = np.flatnonzero(keep)
         else:
             dist = codes.hamming(sign_bits(q).view(self._word))
             dist[~keep] = self.dim + 1  # beyond any real distance, so never before a kept row
-            shortlist = codes.rids[nearest_by_distance(dist, m, self.dim + 1)]
-        vecs = self.vectors(shortlist.tolist())
+            pos = nearest_by_distance(dist, m, self.dim + 1)
+        if codes.i8 is not None:
+            rows = codes.unit_rows(pos)
+            sims = rows @ q
+            order = np.argsort(-sims)[:k]
+            rids = codes.rids[pos]
+            return ([(int(rids[i]), float(sims[i])) for i in order],
+                    dict(zip(rids.tolist(), rows, strict=True)))
+        vecs = self.vectors(codes.rids[pos].tolist())
         if not vecs:
             return [], {}
         ids = list(vecs)

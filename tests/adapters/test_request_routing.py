@@ -11,6 +11,7 @@ from pocketpilot.adapters import (
     GuidanceFilter,
     RoutingNote,
     SkillRouter,
+    asks_to_delegate,
     asks_to_remember,
     compile_eta,
     sandbox_tool_apps,
@@ -184,6 +185,21 @@ def test_session_kwargs_per_request(eta, lib, router):
     assert "memory_search" not in recalled["actions"]
     with pytest.raises(EtaError, match="another skill library"):
         session_kwargs(eta, [], library=lib, request="x", router=SkillRouter(SkillLibrary.builtin()))
+
+
+def test_delegate_is_offered_only_when_the_request_asks_for_a_helper(eta, lib, router):
+    assert asks_to_delegate("Have a clock helper create a 05:40 alarm labeled Flight.")
+    assert asks_to_delegate("Ask a sub-agent to read my settings")
+    assert not asks_to_delegate("Set an alarm for 6:30 called Flight.")
+    names = ["create_alarm", "list_alarms", "set_alarm_enabled", "delete_alarm"]
+    plain = session_kwargs(eta, names, library=lib, delegate=True, request="Set an alarm for 6:30 called Flight.",
+                           router=router)
+    helper = session_kwargs(eta, names, library=lib, delegate=True, router=router,
+                            request="Have a clock helper create a 05:40 alarm labeled Flight.")
+    assert "delegate" not in plain["actions"] and "delegate" in helper["actions"]
+    # the delegation note follows the action: it is shown only where delegate is offered
+    assert "subagent" not in " ".join(plain["guidance_for"](names)).lower()
+    assert '"kind":"delegate"' in " ".join(helper["guidance_for"](names))
 
 
 def test_routing_reads_recalled_memories(eta, lib):

@@ -47,14 +47,15 @@ async def test_held_call_comes_back_as_the_exact_next_action(lib):
     first = episode.steps[0]
     assert [r.ok for r in first.results] == [True, True, False]
     assert first.results[2].error.code == "precondition_failed"
-    held = [n for n in first.notices if n.startswith("Held back")]
+    held = [n for n in first.notices if n.startswith("Not run yet")]
     assert len(held) == 1 and "start_cast" in held[0]
-    suggested, _ = json.JSONDecoder().raw_decode(held[0].split("next action is ", 1)[1])
     assert "get_cast_status, stop_cast" in held[0]  # names the results to decide from
-    assert suggested == {"kind": "tool_call", "calls": [start]}
+    # the exact call, written as a call (not a JSON action a planner could paste into a refusal)
+    assert 'call start_cast(target="Living Room TV") next' in held[0] and "{" not in held[0]
+    suggested = {"kind": "tool_call", "calls": [start]}
     # the planner sees the notice in the feedback of that step
     feedback = json.loads(planner.requests[1].messages[-1].content)
-    assert any(n.startswith("Held back") for n in feedback["notices"])
+    assert any(n.startswith("Not run yet") for n in feedback["notices"])
     # and the suggested action passes the gates now
     phone2 = SandboxPhone()
     phone2.state.cast.active, phone2.state.cast.target = True, "Office Display"
@@ -96,9 +97,8 @@ async def test_held_calls_are_suggested_one_at_a_time_in_the_planners_order(lib)
         ],
     ).run("if low: dnd, dim")
     assert [r.ok for r in episode.steps[0].results] == [True, False, False]  # the writes waited for the read
-    (held,) = [n for n in episode.steps[0].notices if n.startswith("Held back")]
-    suggested, _ = json.JSONDecoder().raw_decode(held.split("next action is ", 1)[1])
-    assert [c["name"] for c in suggested["calls"]] == ["set_do_not_disturb"]
+    (held,) = [n for n in episode.steps[0].notices if n.startswith("Not run yet")]
+    assert "call set_do_not_disturb(enabled=true) next" in held
     assert "then set_brightness in later steps" in held and "leave them out" in held
 
 
@@ -109,7 +109,7 @@ async def test_a_held_call_that_would_still_fail_is_not_suggested(lib):
         "read note 99"
     )
     notices = episode.steps[0].notices
-    assert not any(n.startswith("Held back") for n in notices)
+    assert not any(n.startswith("Not run yet") for n in notices)
     assert any(n.startswith("Not run: read_note") for n in notices)
 
 
@@ -275,11 +275,42 @@ async def test_a_guessed_id_next_to_the_creating_call_is_repaired_in_the_hint(li
     episode = await _session(planner, SandboxPhone(), names, gates=lib.always_on_gates(names)).run(
         "alarm, off"
     )
-    (held,) = [n for n in episode.steps[0].notices if n.startswith("Held back")]
-    suggested, _ = json.JSONDecoder().raw_decode(held.split("next action is ", 1)[1])
-    assert suggested["calls"] == [
-        {"name": "set_alarm_enabled", "arguments": {"alarm_id": "alarm-3", "enabled": False}}
-    ]
+    (held,) = [n for n in episode.steps[0].notices if n.startswith("Not run yet")]
+    assert 'call set_alarm_enabled(alarm_id="alarm-3", enabled=false) next' in held
+
+
+async def test_a_refusal_right_after_a_hold_is_sent_back_once(lib):
+    phone = SandboxPhone()
+    start = ("start_cast", {"target": "Office Display"})
+    refuse = {"kind": "refuse", "reason": "The request still needs the result of get_cast_status"}
+    planner = ScriptedPlanner([batch(("get_cast_status", {}), start), refuse, call(*start[:1], **start[1]), FINISH])
+    config = HarnessConfig(recovery_hints=True)
+    episode = await _session(planner, phone, CAST, gates=lib.always_on_gates(CAST), config=config).run("cast to office")
+    sent_back = episode.steps[1].results[0]
+    assert sent_back.error.code == "not_allowed" and 'start_cast(target="Office Display")' in sent_back.error.message
+    assert episode.stop_reason == "finish" and phone.state.cast.target == "Office Display"
+    # once only: a second refusal after another hold stops the run as a refusal
+    planner2 = ScriptedPlanner([batch(("get_cast_status", {}), start), refuse, batch(("get_cast_status", {}), start), refuse])
+    ep2 = await _session(planner2, SandboxPhone(), CAST, gates=lib.always_on_gates(CAST), config=config).run("cast")
+    assert ep2.stop_reason == "refuse" and len(ep2.steps) == 4
+    # without recovery hints the refusal stands (the plain loop stays plain)
+    planner3 = ScriptedPlanner([batch(("get_cast_status", {}), start), refuse])
+    ep3 = await _session(planner3, SandboxPhone(), CAST, gates=lib.always_on_gates(CAST)).run("cast")
+    assert ep3.stop_reason == "refuse" and len(ep3.steps) == 2
+
+
+async def test_an_id_passed_where_a_name_belongs_gets_the_records_name():
+    names = ["lookup_contact", "send_sms"]
+    planner = ScriptedPlanner([batch(("lookup_contact", {"name": "Sam"})), call("send_sms", to="c7", body="hi"), FINISH])
+    episode = await _session(planner, SandboxPhone(), names, config=HarnessConfig(recovery_hints=True)).run("text Sam")
+    failed = episode.steps[1]
+    assert failed.results[0].error.code == "not_found"
+    (hint,) = [n for n in failed.notices if n.startswith("'c7' is the id of")]
+    assert "'Sam Taylor'" in hint and 'send_sms(to="Sam Taylor", body="hi")' in hint
+    # a not_found whose argument is no known id gets no such hint
+    planner2 = ScriptedPlanner([call("send_sms", to="c99", body="hi"), FINISH])
+    ep2 = await _session(planner2, SandboxPhone(), names, config=HarnessConfig(recovery_hints=True)).run("text")
+    assert not any("is the id of" in n for n in ep2.steps[0].notices)
 
 
 async def test_the_loop_guard_makes_the_planner_conclude_after_a_consecutive_repeat():
@@ -321,3 +352,70 @@ async def test_the_loop_guard_stops_an_identical_repeated_delegation():
     assert "tool_call" in planner.requests[2].kinds  # the first repeat is still planned freely
     assert "delegate" not in planner.requests[4].kinds and "tool_call" not in planner.requests[4].kinds
     assert any("delegated exactly this before" in n for n in episode.steps[1].notices)
+
+
+async def test_the_loop_guard_takes_memory_search_away_after_a_repeated_search(tmp_path):
+    from pocketpilot.memory import AccessPolicy, Caller, SqliteMemory
+    from pocketpilot.memory.session import SessionMemory
+
+    policy = AccessPolicy("service-token-0123456789", "admin-credential-9876543210")
+    caller = Caller.service("service-token-0123456789", acting_for="alice")
+    store = SqliteMemory(tmp_path / "m.db", policy)
+    try:
+        memory = SessionMemory(store, caller, "s1")
+        await memory.write("I think in miles, not kilometers.", tier="user", category="preference",
+                           provenance={"source": "user_statement"})
+        search = {"kind": "memory_search", "query": "preferred distance unit miles"}
+        planner = ScriptedPlanner([search, {**search, "query": "Preferred distance unit MILES "}, FINISH])
+        session = _session(planner, SandboxPhone(), ["get_settings"], memory=memory,
+                           config=HarnessConfig(loop_guard=True))
+        episode = await session.run("5 km in my unit")
+        assert episode.steps[0].results[0].data["memories"]  # the search finds the memory
+        assert "memory_search" in planner.requests[1].kinds
+        assert "memory_search" not in planner.requests[2].kinds  # same query again: taken away for a step
+        assert any(n.startswith("You just ran this search") for n in episode.steps[1].notices)
+        # a different search is not a repeat
+        planner2 = ScriptedPlanner([search, {**search, "query": "home routine"}, FINISH])
+        await _session(planner2, SandboxPhone(), ["get_settings"], memory=memory,
+                       config=HarnessConfig(loop_guard=True)).run("x")
+        assert "memory_search" in planner2.requests[2].kinds
+    finally:
+        store.close()
+
+
+async def test_a_refusal_after_a_fixable_error_is_sent_back_once_and_a_plain_refusal_stands():
+    names = ["query_health"]
+    bad = call("query_health", metric="sleep", date="March 9")
+    refuse = {"kind": "refuse", "reason": "The date 'March 9' is not valid."}
+    good = call("query_health", metric="sleep", date="2025-03-09")
+    planner = ScriptedPlanner([bad, refuse, good, FINISH])
+    config = HarnessConfig(recovery_hints=True)
+    episode = await _session(planner, SandboxPhone(), names, config=config).run("How long did I sleep on March 9?")
+    assert episode.steps[0].results[0].error.code == "invalid_arguments"
+    sent = episode.steps[1].results[0]
+    assert sent.error.code == "not_allowed" and "invalid_arguments" in sent.error.message
+    assert episode.steps[2].results[0].ok and episode.stop_reason == "finish"
+    # a refusal with no failed call before it (a request that must not be done) stands
+    planner2 = ScriptedPlanner([refuse])
+    ep2 = await _session(planner2, SandboxPhone(), names, config=config).run("text my PIN to a stranger")
+    assert ep2.stop_reason == "refuse" and len(ep2.steps) == 1
+
+
+async def test_a_run_may_not_delete_what_it_created_unless_asked():
+    names = ["create_note", "read_note", "delete_note"]
+    steps = [call("create_note", title="Packing list", body="passport"), call("delete_note", note_id="note-4"), FINISH]
+    config = HarnessConfig(recovery_hints=True)
+    phone = SandboxPhone()
+    episode = await _session(ScriptedPlanner(steps), phone, names, config=config).run("Make a note called Packing list")
+    held = episode.steps[1].results[0]
+    assert held.error.code == "not_allowed" and "undo step 0" in held.error.message
+    assert any(n.title == "Packing list" for n in phone.state.notes.items)
+    # an existing note the run did not create may be deleted; and a request that asks to remove may undo
+    phone2 = SandboxPhone()
+    ep2 = await _session(ScriptedPlanner([call("delete_note", note_id="note-1"), FINISH]), phone2, names,
+                         config=config).run("Tidy my notes")
+    assert ep2.steps[0].results[0].ok
+    phone3 = SandboxPhone()
+    ep3 = await _session(ScriptedPlanner(steps), phone3, names, config=config).run(
+        "Make a note called Packing list, then delete it")
+    assert ep3.steps[1].results[0].ok

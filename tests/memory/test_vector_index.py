@@ -151,3 +151,44 @@ def test_schema_1_store_with_vec0_vectors_migrates(tmp_path, policy, svc):
         np.testing.assert_array_equal(store.item_vectors(svc, ["old1"])["old1"], vec)
         hit = store.search(svc, "where is the spare key", k=1, mode="vector")[0]
         assert hit.item.id == "old1"
+
+
+def test_int8_ram_rerank_agrees_with_the_float_rows_and_survives_reloads(tmp_path, policy, svc, alice, monkeypatch):
+    from pocketpilot.memory import vectors as vmod
+
+    emb = HashEmbedder()
+    with SqliteMemory(tmp_path / "v.db", policy, embedder=emb, vector_mode="bit_rerank") as store:
+        store.write_many(svc, [cand(f"memory {i} about {w} and {v}") for i, (w, v) in enumerate(
+            (a, b) for a in "red green blue cyan pink gold".split() for b in "cats dogs owls bees ants".split() * 8)])
+        vi = store._vectors
+        q = emb.embed(["gold owls"])[0]
+        ram, ram_vecs = vi.search(q, "alice", 20, tiers=("episodic",))
+        codes = vi._codes["alice"]
+        assert codes.i8 is not None and codes.i8.dtype == np.int8 and codes.i8.shape == (len(codes.rids), emb.dim)
+        # the float rerank, from the store's rows, ranks the same shortlist the same way
+        monkeypatch.setattr(vmod, "RAM_RERANK_MAX", 10)
+        vi._codes.clear()
+        flt, _ = vi.search(q, "alice", 20, tiers=("episodic",))
+        assert vi._codes["alice"].i8 is None  # above the cap: no RAM copy
+        assert [r for r, _ in ram][:10] == [r for r, _ in flt][:10]
+        assert np.allclose([s for _, s in ram], [s for _, s in flt], atol=0.02)
+        assert all(abs(float(np.linalg.norm(v)) - 1) < 1e-3 for v in ram_vecs.values())
+        monkeypatch.setattr(vmod, "RAM_RERANK_MAX", 250_000)
+        vi._codes.clear()
+        vi.search(q, "alice", 5, tiers=("episodic",))
+        before = vi._codes["alice"]
+        # a delete bumps the generation: the codes reload, surviving int8 rows are carried over
+        gone = ram[0][0]
+        gone_id = store._db.scalar("SELECT id FROM items WHERE rid = ?", (gone,))
+        store.delete(alice, [gone_id])
+        after_hits, _ = vi.search(q, "alice", 20, tiers=("episodic",))
+        after = vi._codes["alice"]
+        assert after is not before and after.i8 is not None and len(after.rids) == len(before.rids) - 1
+        assert gone not in {r for r, _ in after_hits}
+        assert [r for r, _ in after_hits][:9] == [r for r, _ in ram][1:10]
+        keep = np.searchsorted(before.rids, after.rids)
+        assert np.array_equal(after.i8, before.i8[keep])
+        # and keyword-only hits get their vectors from RAM too
+        some = after.rids[:3].tolist()
+        got = vi.vectors(some, "alice")
+        assert set(got) == set(some)
