@@ -27,6 +27,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +48,7 @@ __all__ = [
     "SuiteReport",
     "TaskOutcome",
     "load_harness_kit",
+    "device_clock",
     "recall_guidance",
     "run_comparison",
     "run_suite",
@@ -334,6 +336,16 @@ def recall_guidance(hits: Sequence[RetrievedMemory]) -> list[str]:
     ]
 
 
+def device_clock(now: datetime) -> str:
+    """The device's date and time as evidence, so "tomorrow" or "March 9" resolve to real dates.
+
+    A planner knows no date of its own: the 1.5B one wrote dates a year or two off (2023-03-12
+    for March 12) and asked the user instead of writing the date. The harness reads the clock
+    from the device, as any phone assistant shows it; the bare planner gets nothing of the kind.
+    """
+    return f"On the device it is now {now.strftime('%A %Y-%m-%d %H:%M')} (tomorrow is {(now + timedelta(days=1)).date()})."
+
+
 async def run_task(
     task: TaskSpec,
     planner: Planner,
@@ -379,7 +391,7 @@ async def run_task(
                 run.executor,
                 config=cfg,
                 memory=memory.session,
-                evidence=recall_guidance(hits),
+                evidence=[device_clock(run.phone.state.now), *recall_guidance(hits)],
                 **kw,
                 confirm=AllowAll(),  # the sandbox is disposable; tasks judge destructive calls themselves
                 verifier=run.verifier,

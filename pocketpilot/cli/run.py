@@ -11,7 +11,7 @@ import click
 
 from ..contracts import Episode, Step, ToolCall, ToolSpec
 from ..errors import UsageError
-from ..evaluation import load_harness_kit, run_task
+from ..evaluation import device_clock, load_harness_kit, run_task
 from ..executor.sandbox import SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
@@ -91,10 +91,12 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
         extra: dict[str, Any] = {"gates": kit.gates_for([t.name for t in device.tools()])}
         click.echo(f"request: {request}")
     else:
-        executor = SandboxExecutor(SandboxPhone())
+        phone = SandboxPhone()
+        executor = SandboxExecutor(phone)
         # Routed like a bench request: the skills it needs in the first context, no memory actions.
         extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False, request=request,
                                    memory_search=False)
+        extra["evidence"] = [device_clock(phone.state.now)]
         click.echo(f"request: {request}")
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
     session = Session(

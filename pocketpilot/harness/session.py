@@ -281,6 +281,7 @@ class Session:
         )
 
 
+_DETOURS = ("memory_search", "memory_write", "load_skill", "delegate")
 _FIXABLE = frozenset({"invalid_arguments", "not_found", "unsupported_unit"})
 """Tool error codes whose message says how to retry: a refusal after one is sent back once."""
 _ASKS_TO_REMOVE = re.compile(r"\b(delete|remove|erase|clear|cancel|undo|get rid of|discard|turn (it )?off)\b", re.I)
@@ -365,6 +366,9 @@ class _RunState:
         """Set by the loop guard: the next step may not search memory (see ``_memory_search``)."""
         self.ready_held: list[ToolCall] = []
         """Calls the gates held back in the last tool step that would pass now (``_held_notice``)."""
+        self.focus = False
+        """Set when a gate held calls that could run now (``recovery_hints``): the next step is
+        offered no detour (memory, skills, delegation)."""
         self.sent_back = False
         """A refusal or hand-off after a hold was sent back once already (``recovery_hints``)."""
         self.parse_failures = 0
@@ -415,6 +419,11 @@ class _RunState:
             context_digest = digest([m.model_dump() for m in messages])
             started_at, t0 = utcnow(), time.monotonic()
             kinds = self.kinds
+            if self.focus:
+                # a held call is ready: the next step decides on it, not on memory or a hand-off
+                # (the traces show a memory search, then a question, instead of the held call)
+                kinds = tuple(k for k in kinds if k not in _DETOURS) or kinds
+                self.focus = False
             if self.searched_out:
                 # the same memory search twice in a row: its answer is in the context already
                 kinds = tuple(k for k in kinds if k != "memory_search")
@@ -652,6 +661,7 @@ class _RunState:
                 blocked.append(f"{c.name} ({why})" if why else c.name)
         parts = []
         self.ready_held = ready
+        self.focus = bool(ready) and self.cfg.recovery_hints
         if ready:
             # One call at a time, in the planner's own order: the user may have asked for an
             # order ("do not disturb first, then dim"), and a batch would lose it again. The

@@ -419,3 +419,15 @@ async def test_a_run_may_not_delete_what_it_created_unless_asked():
     ep3 = await _session(ScriptedPlanner(steps), phone3, names, config=config).run(
         "Make a note called Packing list, then delete it")
     assert ep3.steps[1].results[0].ok
+
+
+async def test_after_a_hold_with_a_ready_call_the_next_step_offers_no_detour(lib):
+    phone = SandboxPhone()
+    start = ("start_cast", {"target": "Office Display"})
+    planner = ScriptedPlanner([batch(("get_cast_status", {}), start), call(*start[:1], **start[1]), FINISH])
+    await _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST),
+                   config=HarnessConfig(recovery_hints=True)).run("cast to office")
+    assert "load_skill" in planner.requests[0].kinds
+    assert "load_skill" not in planner.requests[1].kinds and "tool_call" in planner.requests[1].kinds
+    assert "load_skill" in planner.requests[2].kinds  # one step only
+    assert phone.state.cast.target == "Office Display"
