@@ -10,6 +10,7 @@ owns every record as :data:`~.access.SHARED_OWNER`.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import uuid
@@ -43,13 +44,25 @@ SEARCH_TIERS: tuple[Tier, ...] = ("user", "episodic", "long_term", "prospective"
 MAX_K = 50
 CONJUNCTIVE_ABOVE = 5_000
 """OR-matches above which the keyword side ranks the all-terms matches first (see ``_keyword_ranks``)."""
-PARALLEL_ABOVE = 250_000
-"""Vectors of an owner above which the BM25 side runs on a worker thread beside the vector scan.
+PARALLEL_ABOVE = 20_000
+"""Vectors of an owner above which the BM25 side may run on a worker thread beside the query
+embedding and vector scan (``overlap="auto"``, and only while a core is idle).
 
-Below it both sides take a few ms and the hand-off costs more than it saves: at 100k items
-the worker made a search slower on 2 cores, several times slower when the cores were busy
-(bench_memory.py); at 1M each side takes 25-30 ms and overlapping them pays."""
+Below it the keyword side takes a millisecond or two and the hand-off is not worth it. Above
+it, overlapping pays on idle cores and hurts on busy ones: at 100k on 2 busy cores the worker
+made a search several times slower (50 ms p50 against 19 ms), because the worker waits for a
+core. ``bench_memory.py`` measures both orders at each size in one run."""
 RetrievalMode = Literal["hybrid", "keyword", "vector"]
+Overlap = Literal["auto", "always", "never"]
+
+
+def _idle_core() -> bool:
+    """Whether the machine has a core to spare right now (1-minute load below cores - 0.5)."""
+    cores = os.cpu_count() or 1
+    try:
+        return cores > 1 and os.getloadavg()[0] < cores - 0.5
+    except OSError:  # pragma: no cover - no load average on this platform
+        return False
 
 
 class SqliteMemory:
@@ -67,6 +80,7 @@ class SqliteMemory:
         verify_policy: VerifyPolicy | None = None,
         redactor: Redactor | None = None,
         weights: FusionWeights | None = None,
+        overlap: Overlap = "auto",
     ) -> None:
         """Open (create, migrate) the store at ``path``.
 
@@ -84,6 +98,9 @@ class SqliteMemory:
             verify_policy: Verification thresholds.
             redactor: Redactor for shared stores (default: regex + heuristics, no known names).
             weights: Fusion weights.
+            overlap: Run the keyword side on a worker thread while the query is embedded and
+                the vectors scanned: ``auto`` for owners above :data:`PARALLEL_ABOVE` vectors
+                while a core is idle, or ``always`` / ``never``.
 
         Raises:
             MemorySchemaError: Newer schema, foreign or corrupt file, or vectors of another
@@ -106,6 +123,9 @@ class SqliteMemory:
         self._policy = verify_policy or VerifyPolicy()
         self._redactor = redactor or Redactor()
         self._weights = weights or FusionWeights()
+        if overlap not in ("auto", "always", "never"):
+            raise MemoryContentError(f"overlap must be auto, always or never, not {overlap!r}")
+        self.overlap: Overlap = overlap
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._vectors: VectorIndex | None = None
@@ -386,7 +406,7 @@ class SqliteMemory:
         keyword: list[tuple[int, float]] = []
         if mode == "vector":
             pass
-        elif use_vectors and self._db.has_reader and self._vectors.loaded(owner) > PARALLEL_ABOVE:  # type: ignore[union-attr]
+        elif use_vectors and self._db.has_reader and self._overlaps(owner):
             # BM25 on the reader connection in a worker, overlapping the embedding and vector scan.
             pending = self._keyword_worker().submit(self._keyword_ranks, query, where, params, pool)
         else:
@@ -445,6 +465,12 @@ class SqliteMemory:
             hits.append(SearchHit(item=items[cand.rid], score=cand.score, scores=scores,
                                   keyword_only=self._embedder is None))
         return hits
+
+    def _overlaps(self, owner: str) -> bool:
+        if self.overlap != "auto":
+            return self.overlap == "always"
+        assert self._vectors is not None
+        return self._vectors.loaded(owner) > PARALLEL_ABOVE and _idle_core()
 
     def _keyword_worker(self) -> ThreadPoolExecutor:
         with self._pool_lock:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pocketpilot.memory import MemoryCandidate, Provenance
+from pocketpilot.memory import MemoryCandidate, MemoryContentError, Provenance, SqliteMemory
 from pocketpilot.memory import store as store_mod
 from pocketpilot.memory.fts import build_match_query
 from pocketpilot.memory.fusion import FusionWeights, fuse
@@ -94,9 +94,26 @@ def test_parallel_keyword_worker_gives_the_same_results(store, svc, monkeypatch)
     put_all(store, svc, [f"reminder {i}: {w} at the {p}" for i, (w, p) in enumerate(
         [("dentist", "clinic"), ("gym", "park"), ("pickup", "school"), ("parcel", "post office")] * 5)])
     queries = ["dentist clinic", "where do I collect the kids", "post office parcel", "gym"]
-    monkeypatch.setattr(store_mod, "PARALLEL_ABOVE", 10**9)
+    store.overlap = "never"
     sequential = [[h.item.id for h in store.search(svc, q, k=5)] for q in queries]
-    monkeypatch.setattr(store_mod, "PARALLEL_ABOVE", -1)
+    assert store._keyword_pool is None
+    store.overlap = "always"
     parallel = [[h.item.id for h in store.search(svc, q, k=5)] for q in queries]
     assert parallel == sequential and all(len(ids) == 5 for ids in sequential)
     assert store._keyword_pool is not None  # the worker really ran
+
+
+def test_auto_overlap_needs_a_big_owner_and_an_idle_core(store, svc, monkeypatch):
+    put_all(store, svc, ["dentist at the clinic", "gym in the park"])
+    store.search(svc, "dentist", k=1)  # loads the owner's codes
+    monkeypatch.setattr(store_mod, "_idle_core", lambda: True)
+    monkeypatch.setattr(store_mod, "PARALLEL_ABOVE", 10**9)
+    assert not store._overlaps("alice")  # a small owner: sequential
+    monkeypatch.setattr(store_mod, "PARALLEL_ABOVE", 1)
+    assert store._overlaps("alice")
+    monkeypatch.setattr(store_mod, "_idle_core", lambda: False)
+    assert not store._overlaps("alice")  # busy cores: the worker would only wait for one
+    store.overlap = "always"
+    assert store._overlaps("alice")
+    with pytest.raises(MemoryContentError, match="overlap"):
+        SqliteMemory(":memory:", store._access, overlap="sometimes")  # type: ignore[arg-type]
