@@ -89,6 +89,12 @@ class HarnessConfig:
     right after a gate held a call back is sent back once (the planner copied the hold's
     message into a refusal in the traces), and a call that failed because it passed a record's
     id where a name belongs is told which name. Off by default, like ``loop_guard``."""
+    sequence_holds: bool = False
+    """Run a call that a gate held only because its prerequisite sat in the same batch *after*
+    the batch, as a harness step, when every gate that held it is objective (verifies its
+    precondition from results, e.g. "no cast is active") and passes on the real results. The
+    planner's call stands; only its order is fixed. Holds that need the planner to read a
+    result first (a conditional toggle, a reply) still go back to the planner."""
     capture_episodes: bool = True
     budget: ContextBudget = field(default_factory=ContextBudget)
 
@@ -107,6 +113,8 @@ class _Outcome:
     notices: list[str] = field(default_factory=list)
     retrieved: list[RetrievedMemory] = field(default_factory=list)
     children: list[Episode] = field(default_factory=list)
+    followups: list[ToolCall] = field(default_factory=list)
+    """Held calls the harness runs itself, in a step of their own, right after this one."""
     stop: StopReason | None = None
     stop_detail: str = ""
 
@@ -458,7 +466,7 @@ class _RunState:
                 outcome = _Outcome(stop=stop.reason, stop_detail=stop.detail)
             notices = (prefix_notices if index == 0 else []) + outcome.notices
             step = Step(
-                index=index,
+                index=len(self.steps),
                 context_digest=context_digest,
                 action=output.action,
                 results=outcome.results,
@@ -474,6 +482,12 @@ class _RunState:
             if outcome.stop is not None:
                 self._set_stop(outcome.stop, outcome.stop_detail)
                 return
+            if outcome.followups:
+                try:
+                    await self._harness_step(outcome.followups, index)
+                except _Stop as stop:
+                    self._set_stop(stop.reason, stop.detail)
+                    return
             if isinstance(output.action, LoadSkill):
                 prefix, prefix_notices = self._prefix()
 
@@ -511,7 +525,7 @@ class _RunState:
         error = ToolError(code="invalid_action", message=exc.reason)
         notice = "Your last output was not a valid action. Reply with exactly one JSON action as described."
         step = Step(
-            index=index,
+            index=len(self.steps),
             context_digest=context_digest,
             planner=turn,
             error=error,
@@ -589,8 +603,16 @@ class _RunState:
                         f"{call.name} with these exact arguments has failed {self.failures[key]} times. "
                         "Stop guessing this variation: change the arguments, use another tool, or ask_user."
                     )
+        if held and self.cfg.sequence_holds:
+            outcome.followups = self._sequenced(action, outcome.results, held)
+            held = [c for c in held if c not in outcome.followups]
+            if outcome.followups:
+                outcome.notices.append(
+                    f"{', '.join(c.name for c in outcome.followups)} had to wait for the result of the other calls; "
+                    "the harness runs it next, as asked, now that its precondition is met."
+                )
         if held:
-            outcome.notices.append(self._held_notice(action, outcome.results, held))
+            outcome.notices.append(self._held_notice(action, outcome.results, held, outcome.followups))
             previous = self.steps[-1] if self.steps else None
             only_holds = previous is not None and all(
                 r.ok or (r.error is not None and r.error.code == "precondition_failed") for r in previous.results
@@ -624,13 +646,51 @@ class _RunState:
                 self.succeeded[key] = len(self.steps)
         return outcome
 
+    def _sequenced(self, action: ToolCallAction, results: Sequence[ToolResult], held: Sequence[ToolCall]) -> list[ToolCall]:
+        """The held calls the harness may run after this batch (see ``HarnessConfig.sequence_holds``).
+
+        A call qualifies when every gate that held it is objective and none of them holds it
+        any more once this batch's results are in the history.
+        """
+        before = [*self.s.gate_history, *self.steps]
+        provisional = Step(index=len(self.steps), context_digest="", action=action, results=list(results))
+        after = [*before, provisional]
+        out = []
+        for c in held:
+            blocking = [g for g in self.gates if g.check(c, action.calls, before)]
+            if blocking and all(getattr(g, "objective", False) for g in blocking) and not any(
+                g.check(c, [c], after) for g in self.gates
+            ):
+                out.append(c)
+        return out
+
+    async def _harness_step(self, calls: list[ToolCall], index: int) -> None:
+        """Run held calls in a step of their own, recorded like any step but with no planner turn."""
+        action = ToolCallAction(calls=calls)
+        started_at, t0 = utcnow(), time.monotonic()
+        ready, focus = self.ready_held, self.focus  # the planner's own step's holds stay what it is told about
+        outcome = await self._tool_calls(action)
+        if not outcome.followups and not self.ready_held:
+            self.ready_held, self.focus = ready, focus
+        step = Step(
+            index=len(self.steps),
+            context_digest="",
+            action=action,
+            results=outcome.results,
+            notices=[f"run by the harness after step {index + 1}'s results met its precondition", *outcome.notices],
+            started_at=started_at,
+            duration_s=time.monotonic() - t0,
+        )
+        await self._record(step, action.model_dump_json(), self._feedback(outcome))
+
     def _repeats_previous(self, key: tuple[str, ...]) -> bool:
         """Whether the previous step was a tool call of exactly these calls (``key``: sorted call keys)."""
         previous = self.steps[-1].action if self.steps else None
         return isinstance(previous, ToolCallAction) and _batch_key(previous.calls) == key
 
     def _held_notice(
-        self, action: ToolCallAction, results: Sequence[ToolResult], held: Sequence[ToolCall]
+        self, action: ToolCallAction, results: Sequence[ToolResult], held: Sequence[ToolCall],
+        sequenced: Sequence[ToolCall] = (),
     ) -> str:
         """Tell the planner the exact next call after a gate held calls of this batch back.
 
@@ -668,7 +728,8 @@ class _RunState:
             # call is written as a call, not as JSON: a small planner pasted a JSON action
             # inside the notice into a refusal's reason.
             first, rest = ready[0], [c.name for c in ready[1:]]
-            ran = ", ".join(dict.fromkeys(c.name for c in action.calls if c not in held)) or "earlier steps"
+            ran = ", ".join(dict.fromkeys(c.name for c in action.calls if c not in held and c not in sequenced))
+            ran = ran or "earlier steps"
             then = f", then {', '.join(rest)} in later steps" if rest else ""
             parts.append(
                 f"Not run yet (nothing failed): {', '.join(c.name for c in ready)} waited for the result of "

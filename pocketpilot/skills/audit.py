@@ -17,7 +17,7 @@ from .library import SkillLibrary
 
 __all__ = ["HARNESS_BLOCK_CODES", "Violation", "audit_episode"]
 
-HARNESS_BLOCK_CODES = frozenset({"precondition_failed", "unknown_tool", "confirmation_denied"})
+HARNESS_BLOCK_CODES = frozenset({"precondition_failed", "unknown_tool", "confirmation_denied", "not_allowed"})
 """Error codes the harness itself answers with: such a call never reached the executor."""
 
 

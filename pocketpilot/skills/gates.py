@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..contracts import ToolCall, ToolCallAction, ToolResult
 
@@ -93,6 +93,12 @@ class PreconditionGate:
     skill: str
     when: str = "always"
     message: str | None = None
+    objective: ClassVar[bool] = False
+    """Whether the gate verifies its precondition from results alone (a state it reads, a
+    success it needs), so the planner's decision to make the call does not depend on reading
+    those results. A harness may then run a call held only for its batch *after* the batch,
+    once the gate passes on the real results. Not so for a toggle that depends on a state the
+    planner had not seen yet, or a reply that depends on an inbox it had not read."""
 
     @property
     def references(self) -> frozenset[str]:
@@ -137,6 +143,7 @@ class RequiresPriorSuccessGate(PreconditionGate):
     needs: frozenset[str] = frozenset()
     with_result_field: str | None = None
     if_attempted: bool = False
+    objective: ClassVar[bool] = True
 
     @property
     def references(self) -> frozenset[str]:  # noqa: D102
@@ -196,6 +203,7 @@ class StopBeforeStartGate(PreconditionGate):
     stop: str = ""
     field: str = "active"
     inactive_codes: frozenset[str] = frozenset({"not_active"})
+    objective: ClassVar[bool] = True
 
     @property
     def references(self) -> frozenset[str]:  # noqa: D102

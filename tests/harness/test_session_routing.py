@@ -431,3 +431,38 @@ async def test_after_a_hold_with_a_ready_call_the_next_step_offers_no_detour(lib
     assert "load_skill" not in planner.requests[1].kinds and "tool_call" in planner.requests[1].kinds
     assert "load_skill" in planner.requests[2].kinds  # one step only
     assert phone.state.cast.target == "Office Display"
+
+
+async def test_an_objectively_held_call_runs_after_its_batch_as_a_harness_step(lib):
+    from pocketpilot.skills import audit_episode
+
+    phone = SandboxPhone()
+    start = ("start_cast", {"target": "Office Display"})
+    planner = ScriptedPlanner([batch(("get_cast_status", {}), start), FINISH])
+    config = HarnessConfig(recovery_hints=True, sequence_holds=True)
+    episode = await _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST), config=config).run(
+        "cast to office")
+    first, second = episode.steps[0], episode.steps[1]
+    assert first.results[1].error.code == "precondition_failed"  # not run inside the batch
+    assert second.planner is None and [c.name for c in second.action.calls] == ["start_cast"]
+    assert second.results[0].ok and phone.state.cast.target == "Office Display"
+    assert [s.index for s in episode.steps] == [0, 1, 2] and episode.stop_reason == "finish"
+    assert len(planner.requests) == 2  # the harness step cost no planner turn
+    assert audit_episode(episode, lib) == []  # it ran after its prerequisite's result: no violation
+    # a cast that is live: the start stays held (the gate still blocks it), the planner decides
+    phone2 = SandboxPhone()
+    phone2.state.cast.active, phone2.state.cast.target = True, "Bedroom TV"
+    planner2 = ScriptedPlanner([batch(("get_cast_status", {}), start), FINISH])
+    ep2 = await _session(planner2, phone2, CAST, skills=lib, gates=lib.always_on_gates(CAST), config=config).run("cast")
+    assert len(ep2.steps) == 2 and ep2.steps[1].action.kind == "finish" and phone2.state.cast.target == "Bedroom TV"
+
+
+async def test_a_decision_that_needs_the_result_is_not_sequenced():
+    names = ["get_device_info", "set_do_not_disturb"]
+    gate = DependsOnResultGate(tools=frozenset({"set_do_not_disturb"}), skill="t", waits_for=frozenset({"get_device_info"}))
+    planner = ScriptedPlanner([batch(("get_device_info", {}), ("set_do_not_disturb", {"enabled": True})), FINISH])
+    phone = SandboxPhone()
+    episode = await _session(planner, phone, names, gates=[gate],
+                             config=HarnessConfig(recovery_hints=True, sequence_holds=True)).run("if low, dnd")
+    assert len(episode.steps) == 2 and episode.steps[1].action.kind == "finish"
+    assert phone.state.settings.do_not_disturb is False
