@@ -60,7 +60,9 @@ def session_kwargs(
       (``load_skill`` stays offered when the router found nothing for the request);
     - ``actions`` leaves ``memory_write`` out unless the request asks to remember something,
       ``delegate`` out unless it asks for a helper or sub-agent, and ``memory_search`` out
-      when ``memory_search`` is False (an empty store);
+      when ``memory_search`` is False (an empty store) or memories were ``recalled`` for the
+      request already (the 1.5B planner's searches then re-ran the request as a query and
+      found the same memories: a detour in every trace, a loop in some);
     - ``guidance_for`` re-filters guidance to the tools exposed at each point (after a
       ``load_skill`` exposes new ones), with request-bound notes matched against the request;
       ``guidance`` is then empty (the session asks ``guidance_for``).
@@ -122,7 +124,7 @@ def session_kwargs(
         k
         for k in ACTION_KINDS
         if (k != "memory_write" or asks_to_remember(request))
-        and (k != "memory_search" or memory_search)
+        and (k != "memory_search" or (memory_search and not recalled))
         and (k != "delegate" or asks_to_delegate(request))
         and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
     ]

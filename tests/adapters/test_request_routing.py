@@ -183,6 +183,11 @@ def test_session_kwargs_per_request(eta, lib, router):
     text = "\n".join(recalled["guidance_for"](["convert_units", "calculate"]))
     assert "memory_search it" not in text and "recalled for this request" in text
     assert "memory_search" not in recalled["actions"]
+    # recalled memories shown, store seeded: no second search of the same request either
+    shown = session_kwargs(eta, ["convert_units", "calculate"], library=lib, memory=True,
+                           request="How long is a 42 km route in the units I use?",
+                           recalled=["I think in miles, not kilometers."], memory_search=True)
+    assert "memory_search" not in shown["actions"]
     with pytest.raises(EtaError, match="another skill library"):
         session_kwargs(eta, [], library=lib, request="x", router=SkillRouter(SkillLibrary.builtin()))
 

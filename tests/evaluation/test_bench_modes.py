@@ -47,7 +47,7 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
     assert "brightness is 90" not in text  # another owner's memory is never recalled
     system = request.messages[0].content
     assert "Recalled memories" not in system
-    assert "memory_search" in request.kinds  # the store holds memories
+    assert "memory_search" not in request.kinds  # memories were recalled for the request: no second search
     assert "memory_write" not in request.kinds  # the request asks nothing to be remembered
     if kit.library is not None:  # the request is routed to its skill: procedure shown, no load step
         assert episode.header.skills == ["quick-settings"]
