@@ -290,8 +290,9 @@ class Session:
 
 
 _DETOURS = ("memory_search", "memory_write", "load_skill", "delegate")
-_FIXABLE = frozenset({"invalid_arguments", "not_found", "unsupported_unit"})
-"""Tool error codes whose message says how to retry: a refusal after one is sent back once."""
+_FIXABLE = frozenset({"invalid_arguments", "not_found", "unsupported_unit", "precondition_failed"})
+"""Error codes whose message says how to go on (a gate's says what must come first): a refusal
+right after one is sent back once."""
 _ASKS_TO_REMOVE = re.compile(r"\b(delete|remove|erase|clear|cancel|undo|get rid of|discard|turn (it )?off)\b", re.I)
 """Words with which a request asks to remove or stop something (then destroying is the request)."""
 _CREATES = re.compile(r"(create|add|new|save|make|insert|schedule)_")
@@ -762,15 +763,38 @@ class _RunState:
                 f"{action.kind} is not needed here: nothing failed. {held} only waited for the result you "
                 "have now. If the request still needs it, send it as your next tool_call; otherwise finish."
             )
-        failed = next((r.error for r in previous.results if r.error is not None and r.error.code in _FIXABLE), None)
-        if failed is None or not isinstance(action, Refuse):
+        pairs = [(c, r.error) for c, r in zip(previous.action.calls, previous.results)
+                 if r.error is not None and r.error.code in _FIXABLE]
+        if not pairs or not isinstance(action, Refuse):
             return None
         self.sent_back = True
-        return (
+        call, failed = pairs[0]
+        detail = failed.message
+        if failed.code == "precondition_failed":
+            # what the gate says *now*, with the batch's results in: "a cast is running: stop it
+            # first" rather than the batch-ordering message the call was held with
+            history = [*self.s.gate_history, *self.steps]
+            detail = next((m for g in self.gates if (m := g.check(call, [call], history))), detail)
+        message = (
             "refuse is for requests that must not be carried out; this one only hit a fixable error "
-            f"({failed.code}: {failed.message}). Call again with the arguments the error asks for, "
+            f"({failed.code}: {detail}). Do what the error says and call again, "
             "or ask_user if you need information only the user has."
         )
+        procedure = self._procedure_for(failed.code)
+        return f"{message} Your procedure says: {procedure}" if procedure else message
+
+    def _procedure_for(self, code: str) -> str | None:
+        """The line of an in-force skill procedure that says what to do on error ``code``.
+
+        Skills write their recovery routes into their procedures ("if it fails with
+        unsupported_unit, … use calculate with the standard factor"); a planner that refused
+        after that error gets the line again at the moment it applies.
+        """
+        for entry in self.guidance:
+            for line in entry.splitlines():
+                if code in line:
+                    return line.split("] ", 1)[-1].strip()
+        return None
 
     def _undoes_own_work(self, call: ToolCall, spec: ToolSpec) -> str | None:
         """Why a destructive call would undo what this run created for the request (None: it does not).

@@ -466,3 +466,33 @@ async def test_a_decision_that_needs_the_result_is_not_sequenced():
                              config=HarnessConfig(recovery_hints=True, sequence_holds=True)).run("if low, dnd")
     assert len(episode.steps) == 2 and episode.steps[1].action.kind == "finish"
     assert phone.state.settings.do_not_disturb is False
+
+
+async def test_a_refusal_after_an_error_gets_the_procedure_line_for_that_error(lib):
+    names = ["convert_units", "calculate"]
+    planner = ScriptedPlanner([
+        call("convert_units", value=100, from_unit="m", to_unit="yd"),
+        {"kind": "refuse", "reason": "not supported"},
+        call("calculate", expression="100 / 0.9144"),
+        FINISH,
+    ])
+    episode = await _session(planner, SandboxPhone(), names, skills=lib, preloaded=["unit-conversion"],
+                             config=HarnessConfig(recovery_hints=True)).run("What is 100 meters in yards?")
+    assert episode.steps[0].results[0].error.code == "unsupported_unit"
+    sent = episode.steps[1].results[0].error.message
+    assert "Your procedure says:" in sent and "use calculate with the standard factor" in sent
+    assert episode.stop_reason == "finish" and episode.steps[2].results[0].ok
+
+
+async def test_a_refusal_after_a_gate_block_is_sent_back(lib):
+    phone = SandboxPhone()
+    phone.state.cast.active, phone.state.cast.target = True, "Bedroom TV"
+    start = ("start_cast", {"target": "Office Display"})
+    planner = ScriptedPlanner([batch(("get_cast_status", {}), start), {"kind": "refuse", "reason": "stop it first"},
+                               call("stop_cast"), call(*start[:1], **start[1]), FINISH])
+    config = HarnessConfig(recovery_hints=True, sequence_holds=True)
+    episode = await _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST), config=config).run(
+        "send the cast to the office display")
+    assert episode.steps[1].results[0].error.code == "not_allowed"
+    assert "stop_cast first" in episode.steps[1].results[0].error.message
+    assert phone.state.cast.target == "Office Display" and episode.stop_reason == "finish"
