@@ -10,7 +10,9 @@ same information, so the difference is the harness's lift:
   remember: episodes are captured at the end anyway); the built-in skills, the ones the request
   needs routed into the first context by the adapter (no ``load_skill`` step), their always-on
   precondition gates, and adapter guidance filtered to the exposed tools and the request under
-  a compiled η, re-filtered when a loaded skill exposes tools (see :class:`HarnessKit`).
+  a compiled η, re-filtered when a loaded skill exposes tools (see :class:`HarnessKit`); the
+  device's clock as evidence; and the session's runtime guards (``loop_guard``,
+  ``recovery_hints``, ``sequence_holds`` in :class:`~pocketpilot.harness.HarnessConfig`).
 - ``bare``: the task's memories replayed as raw earlier conversation (oldest dropped first
   over budget) and every exposed tool with its schema; no retrieval, no skills, no guidance,
   no gates. Sub-agents (``delegate``) are part of the action vocabulary in both modes.
