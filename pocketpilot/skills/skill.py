@@ -134,8 +134,15 @@ class Skill:
         return frozenset(names)
 
     def guidance(self) -> str:
-        """The text the planner sees once the skill is loaded."""
-        return f"{self.meta.description}\n{self.body}".strip()
+        """The text the planner sees once the skill is loaded: the procedure.
+
+        Not the description: that is routing and index text, and shown above a procedure a
+        small planner read it as a to-do list ("Change Wi-Fi, Bluetooth, do-not-disturb,
+        brightness or ring mode" was followed by set_wifi, set_bluetooth, … after the one
+        change the user asked for, in dev and test traces alike). A skill without a body
+        falls back to its description.
+        """
+        return self.body.strip() or self.meta.description
 
     def load(self) -> LoadedSkill:
         """The loaded form the harness applies."""
