@@ -180,6 +180,7 @@ def main() -> None:
         print(f"  {emb.name:<26} single query {fmt(timed(lambda s, e=emb: e.embed([s]), [q] * 50))}")
     one = OnnxMiniLMEmbedder(variant="int8", threads=1)
     print(f"  {one.name + ' 1 thread':<26} single query {fmt(timed(lambda s: one.embed([s]), [q] * 50))}")
+    args.one_thread = one
 
     policy = AccessPolicy(SVC, ADM)
     caller = Caller.service(SVC, acting_for="u")
@@ -263,6 +264,16 @@ def run_size(n, path, policy, caller, fp32, int8, base, nrng, rng, args):  # typ
         store.overlap = forced
         print(f"  {f'  overlap={forced}':<34} {fmt(timed(lambda s: store.search(caller, s, k=10), qtexts))}")
     store.overlap = "auto"
+    # The same store with a single-threaded query embedder: one short text gains little from a
+    # second thread, and that thread competes with the keyword worker.
+    one = SqliteMemory(path, policy, embedder=fp32, query_embedder=args.one_thread)
+    for s in qtexts[:5]:
+        one.search(caller, s, k=10)
+    for forced in ("auto", "never", "always"):
+        one.overlap = forced  # type: ignore[assignment]
+        print(f"  {f'HYBRID, 1-thread query embedder, overlap={forced}':<34} "
+              f"{fmt(timed(lambda s: one.search(caller, s, k=10), qtexts))}")
+    one.close()
     # What the all-terms fast path of the keyword side costs in fidelity: the same searches
     # with the exact OR ranking forced, compared top-10 for top-10.
     fast = {s: [h.item.id for h in store.search(caller, s, k=10)] for s in qtexts}
