@@ -91,7 +91,11 @@ class SqliteMemory:
                 every result as ``keyword_only``).
             query_embedder: A faster variant of the same model for queries only (the int8
                 MiniLM against fp32-written vectors: about half the query latency; its recall
-                is measured in bench/bench_memory_bfcl.py). Default: ``embedder``.
+                is measured in bench/bench_memory_bfcl.py). Default: ``embedder``. Give it
+                one thread (``OnnxMiniLMEmbedder(variant="int8", threads=1)``) when the
+                keyword side overlaps: a short query gains little from a second ORT thread,
+                and at 100k that setup with ``overlap="always"`` was the fastest measured
+                (bench_memory.py).
             shared: A shared agent-experience store: writes are redacted and owned by
                 :data:`SHARED_OWNER`.
             vector_mode: ``auto`` picks exact (small owners) or bit scan + exact rerank.
