@@ -647,6 +647,11 @@ class _RunState:
                 self.succeeded[key] = len(self.steps)
         return outcome
 
+    def _history_with(self, action: ToolCallAction, results: Sequence[ToolResult]) -> list[Any]:
+        """The gates' evidence with this batch's results in, as if its step were recorded already."""
+        provisional = Step(index=len(self.steps), context_digest="", action=action, results=list(results))
+        return [*self.s.gate_history, *self.steps, provisional]
+
     def _sequenced(self, action: ToolCallAction, results: Sequence[ToolResult], held: Sequence[ToolCall]) -> list[ToolCall]:
         """The held calls the harness may run after this batch (see ``HarnessConfig.sequence_holds``).
 
@@ -654,8 +659,7 @@ class _RunState:
         any more once this batch's results are in the history.
         """
         before = [*self.s.gate_history, *self.steps]
-        provisional = Step(index=len(self.steps), context_digest="", action=action, results=list(results))
-        after = [*before, provisional]
+        after = self._history_with(action, results)
         out = []
         for c in held:
             blocking = [g for g in self.gates if g.check(c, action.calls, before)]
@@ -700,8 +704,7 @@ class _RunState:
         against the history *with this step's results*: the first held call that would pass now
         is spelled out as the next action; one that still would not keeps its gate's message.
         """
-        provisional = Step(index=len(self.steps), context_digest="", action=action, results=list(results))
-        history = [*self.s.gate_history, *self.steps, provisional]
+        history = self._history_with(action, results)
 
         def passes(c: ToolCall) -> bool:
             return not any(g.check(c, [c], history) for g in self.gates)
