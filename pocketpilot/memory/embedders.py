@@ -8,8 +8,10 @@ onnxruntime + tokenizers, with no torch and no network at run time.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -50,6 +52,13 @@ class Embedder(Protocol):
 class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime + tokenizers (fp32 or int8 graph).
 
+    One session, one intra-op thread per run by default; a large :meth:`embed` runs its
+    batches concurrently on ``workers`` threads instead. Measured on 2 cores
+    (``bench/bench_memory.py``): batches in parallel embed faster than one batch spread over
+    two intra-op threads (int8 ~400/s against ~335/s), and a single query on one thread
+    leaves the other core to the store's keyword search instead of spinning on it. One
+    session also means one copy of the weights, not one per thread setting.
+
     Thread-safe: onnxruntime sessions may run concurrently, and the tokenizer is guarded
     because its padding/truncation state is mutable.
     """
@@ -59,7 +68,8 @@ class OnnxMiniLMEmbedder:
         model_dir: Path | None = None,
         *,
         variant: Literal["fp32", "int8"] = "fp32",
-        threads: int | None = None,
+        threads: int | None = 1,
+        workers: int | None = None,
         batch_size: int = 64,
     ) -> None:
         """Load a built model.
@@ -67,8 +77,10 @@ class OnnxMiniLMEmbedder:
         Args:
             model_dir: Directory written by ``build_embedder`` (default: the user cache).
             variant: ``fp32`` (reference quality) or ``int8`` (about twice as fast).
-            threads: onnxruntime intra-op threads (default: onnxruntime's choice).
-            batch_size: Texts per inference call in :meth:`embed`.
+            threads: onnxruntime intra-op threads per run (1; ``None`` lets onnxruntime
+                choose, one per core).
+            workers: Batches embedded at once by :meth:`embed` (default: the cores, at most 4).
+            batch_size: Most texts per inference call in :meth:`embed`.
 
         Raises:
             EmbedderUnavailableError: The model is not built or fails its manifest check.
@@ -96,6 +108,9 @@ class OnnxMiniLMEmbedder:
         self._dim = int(manifest["dim"])
         self._variant = variant
         self._batch = batch_size
+        self._workers = max(1, workers if workers is not None else min(os.cpu_count() or 1, 4))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -112,25 +127,39 @@ class OnnxMiniLMEmbedder:
 
         Texts are batched shortest first: a batch is padded to its longest text, so mixing a
         note of 8 tokens with a paste of 200 would run the short one at 200. Sorting by
-        character length is a cheap proxy for token length.
+        character length is a cheap proxy for token length. Batches are cut so that every
+        worker gets one (64 texts on 2 workers: two batches of 32).
         """
         out = np.empty((len(texts), self._dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self._batch):
-            idx = order[start : start + self._batch]
-            chunk = [texts[i] for i in idx]
-            with self._tok_lock:
-                # encode_batch fans out to a thread pool: slower than encode for one text, and
-                # it competes with a concurrent keyword search for the same cores.
-                encodings = (self._tokenizer.encode_batch(chunk) if len(chunk) > 1
-                             else [self._tokenizer.encode(chunk[0])])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            (vectors,) = self._session.run(
-                ["sentence_embedding"], {"input_ids": ids, "attention_mask": mask}
-            )
-            out[idx] = vectors
+        size = max(1, min(self._batch, -(-len(order) // self._workers)))
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
+        if len(batches) > 1 and self._workers > 1:
+            for idx, vectors in zip(batches, self._worker_pool().map(lambda b: self._run(texts, b), batches),
+                                    strict=True):
+                out[idx] = vectors
+        else:
+            for idx in batches:
+                out[idx] = self._run(texts, idx)
         return out
+
+    def _run(self, texts: Sequence[str], idx: list[int]) -> np.ndarray:
+        chunk = [texts[i] for i in idx]
+        with self._tok_lock:
+            # encode_batch fans out to a thread pool: slower than encode for one text, and
+            # it competes with a concurrent keyword search for the same cores.
+            encodings = (self._tokenizer.encode_batch(chunk) if len(chunk) > 1
+                         else [self._tokenizer.encode(chunk[0])])
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        (vectors,) = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
+        return vectors
+
+    def _worker_pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="pp-embed")
+            return self._pool
 
 
 class SentenceTransformerEmbedder:

@@ -44,14 +44,16 @@ SEARCH_TIERS: tuple[Tier, ...] = ("user", "episodic", "long_term", "prospective"
 MAX_K = 50
 CONJUNCTIVE_ABOVE = 5_000
 """OR-matches above which the keyword side ranks the all-terms matches first (see ``_keyword_ranks``)."""
-PARALLEL_ABOVE = 20_000
+PARALLEL_ABOVE = 5_000
 """Vectors of an owner above which the BM25 side may run on a worker thread beside the query
 embedding and vector scan (``overlap="auto"``, and only while a core is idle).
 
 Below it the keyword side takes a millisecond or two and the hand-off is not worth it. Above
-it, overlapping pays on idle cores and hurts on busy ones: at 100k on 2 busy cores the worker
-made a search several times slower (50 ms p50 against 19 ms), because the worker waits for a
-core. ``bench_memory.py`` measures both orders at each size in one run."""
+it, with the default single-threaded query embedder, overlapping was faster at every size
+measured (10k: 8.1 ms p50 against 11.5 ms; 100k: 9.5 against 14.3). On busy cores it hurts:
+at 100k on 2 busy cores the worker made a search several times slower (50 ms p50 against
+19 ms), because it waits for a core. ``bench_memory.py`` measures both orders at each size
+in one run."""
 RetrievalMode = Literal["hybrid", "keyword", "vector"]
 Overlap = Literal["auto", "always", "never"]
 
@@ -91,11 +93,7 @@ class SqliteMemory:
                 every result as ``keyword_only``).
             query_embedder: A faster variant of the same model for queries only (the int8
                 MiniLM against fp32-written vectors: about half the query latency; its recall
-                is measured in bench/bench_memory_bfcl.py). Default: ``embedder``. Give it
-                one thread (``OnnxMiniLMEmbedder(variant="int8", threads=1)``) when the
-                keyword side overlaps: a short query gains little from a second ORT thread,
-                and at 100k that setup with ``overlap="always"`` was the fastest measured
-                (bench_memory.py).
+                is measured in bench/bench_memory_bfcl.py). Default: ``embedder``.
             shared: A shared agent-experience store: writes are redacted and owned by
                 :data:`SHARED_OWNER`.
             vector_mode: ``auto`` picks exact (small owners) or bit scan + exact rerank.

@@ -86,3 +86,17 @@ def test_length_sorted_batches_return_vectors_in_input_order(embedder_dir):
     alone = np.vstack([emb.embed([t]) for t in texts])
     assert np.allclose(together, alone, atol=1e-4)
     assert not np.allclose(together[0], together[1], atol=1e-2)  # distinct texts stay distinct
+
+
+def test_batches_on_parallel_workers_match_one_worker_in_input_order(embedder_dir):
+    """Batches run concurrently on one session; each vector must still land on its own row."""
+    texts = [f"reminder {i}: " + "pick up the parcel " * (i % 7) for i in range(37)]
+    parallel = OnnxMiniLMEmbedder(embedder_dir, workers=3, batch_size=4)
+    serial = OnnxMiniLMEmbedder(embedder_dir, workers=1, batch_size=4)
+    got, want = parallel.embed(texts), serial.embed(texts)
+    assert got.shape == (37, 384)
+    assert np.allclose(got, want, atol=1e-4)
+    assert parallel._pool is not None and serial._pool is None  # the parallel path really ran
+    # Each row is its own text's vector, not a neighbour's.
+    assert np.allclose(got[5], serial.embed([texts[5]])[0], atol=1e-4)
+    assert not np.allclose(got[5], got[6], atol=1e-2)
