@@ -145,6 +145,12 @@ class ToolGate(Protocol):
 
     Skills contribute gates when loaded (e.g. "a note is saved, with its id returned, before
     power_off"); an app may pass its own to the Session.
+
+    Two optional members let ``HarnessConfig.sequence_holds`` run a call held only for its
+    batch right after the batch: ``objective`` (a bool: the gate verifies its precondition
+    from results alone) and ``checked_in_batch(call, ran)`` (True when the batch's
+    ``(call, result)`` pairs settled what the gate waited for, e.g. a lookup of the very name
+    the held call passes). A gate without them always sends the held call back to the planner.
     """
 
     def check(self, call: ToolCall, batch: Sequence[ToolCall], history: Sequence[Any]) -> str | None:

@@ -88,7 +88,9 @@ class HarnessConfig:
     """Turn the harness's own interventions into the next concrete move: a refusal or hand-off
     right after a gate held a call back is sent back once (the planner copied the hold's
     message into a refusal in the traces), and a call that failed because it passed a record's
-    id where a name belongs is told which name. Off by default, like ``loop_guard``."""
+    id where a name belongs is told which name; if the planner sends that same failing call
+    again, the harness runs the named form instead (recorded as what ran, with a notice). Off
+    by default, like ``loop_guard``."""
     sequence_holds: bool = False
     """Run a call that a gate held only because its prerequisite sat in the same batch *after*
     the batch, as a harness step, when every gate that held it is objective (verifies its
@@ -113,6 +115,8 @@ class _Outcome:
     notices: list[str] = field(default_factory=list)
     retrieved: list[RetrievedMemory] = field(default_factory=list)
     children: list[Episode] = field(default_factory=list)
+    executed: Action | None = None
+    """The action as run, where the harness changed it (a regrounded id); None: as planned."""
     followups: list[ToolCall] = field(default_factory=list)
     """Held calls the harness runs itself, in a step of their own, right after this one."""
     stop: StopReason | None = None
@@ -310,6 +314,12 @@ def _records(data: Any) -> list[dict[str, Any]]:
     return [d for d in items if isinstance(d, dict) and isinstance(d.get("id"), (str, int))]
 
 
+
+def _checked_in_batch(gate: Any, call: ToolCall, ran: Sequence[tuple[ToolCall, ToolResult]]) -> bool:
+    """A gate's optional ``checked_in_batch`` hook (see :class:`ToolGate`); False without one."""
+    hook = getattr(gate, "checked_in_batch", None)
+    return bool(hook(call, ran)) if callable(hook) else False
+
 def _batch_key(calls: Sequence[ToolCall]) -> tuple[str, ...]:
     """A batch's identity for the loop guard: its calls' keys, order ignored (calls of one batch run together)."""
     return tuple(sorted(c.key() for c in calls))
@@ -380,6 +390,9 @@ class _RunState:
         offered no detour (memory, skills, delegation)."""
         self.sent_back = False
         """A refusal or hand-off after a hold was sent back once already (``recovery_hints``)."""
+        self.regrounded: dict[str, ToolCall] = {}
+        """Calls that failed on a record's id where a name belongs (by key), and the call with the
+        name in (``recovery_hints``): sent again, the named form runs instead."""
         self.parse_failures = 0
         self.tokens = 0
         self.stop_reason: StopReason = "max_steps"
@@ -469,7 +482,7 @@ class _RunState:
             step = Step(
                 index=len(self.steps),
                 context_digest=context_digest,
-                action=output.action,
+                action=outcome.executed or output.action,
                 results=outcome.results,
                 planner=turn,
                 retrieved=outcome.retrieved,
@@ -576,10 +589,11 @@ class _RunState:
         raise AssertionError(f"unrouted action kind {action.kind}")  # pragma: no cover
 
     async def _tool_calls(self, action: ToolCallAction) -> _Outcome:
+        outcome = _Outcome()
+        action = self._reground(action, outcome)
         gathered = await asyncio.gather(
             *(self._one_call(c, action.calls) for c in action.calls), return_exceptions=True
         )
-        outcome = _Outcome()
         self.ready_held = []
         held: list[ToolCall] = []
         for call, item in zip(action.calls, gathered):
@@ -595,7 +609,9 @@ class _RunState:
             if not result.ok and self.cfg.recovery_hints:
                 hint = self._id_for_name_hint(call, result)
                 if hint:
-                    outcome.notices.append(hint)
+                    text, named = hint
+                    outcome.notices.append(text)
+                    self.regrounded[call.key()] = named
             if not result.ok:
                 key = call.key()
                 self.failures[key] += 1
@@ -660,12 +676,14 @@ class _RunState:
         """
         before = [*self.s.gate_history, *self.steps]
         after = self._history_with(action, results)
+        ran = list(zip(action.calls, results, strict=True))
         out = []
         for c in held:
             blocking = [g for g in self.gates if g.check(c, action.calls, before)]
-            if blocking and all(getattr(g, "objective", False) for g in blocking) and not any(
-                g.check(c, [c], after) for g in self.gates
-            ):
+            settled = all(
+                getattr(g, "objective", False) or _checked_in_batch(g, c, ran) for g in blocking
+            )
+            if blocking and settled and not any(g.check(c, [c], after) for g in self.gates):
                 out.append(c)
         return out
 
@@ -825,7 +843,30 @@ class _RunState:
                 )
         return None
 
-    def _id_for_name_hint(self, call: ToolCall, result: ToolResult) -> str | None:
+    def _reground(self, action: ToolCallAction, outcome: _Outcome) -> ToolCallAction:
+        """Run the named form of a call the planner repeats after an id-for-name hint.
+
+        The traces show a small planner cycling lookup -> send(to=<id>) -> not_found -> lookup
+        -> send(to=<id>) until its budget ends, hint or no hint. Sent again, the call's intent
+        is not in doubt (the id is the record it looked up), only its spelling: the harness
+        runs the form the hint named, the step records the call as run (the raw planner output
+        keeps what was asked), and a notice says so. The gates see the call as run.
+        """
+        if not (self.cfg.recovery_hints and self.regrounded):
+            return action
+        calls = [self.regrounded.get(c.key(), c) for c in action.calls]
+        if calls == action.calls:
+            return action
+        for asked, ran in zip(action.calls, calls, strict=True):
+            if asked is not ran:
+                outcome.notices.append(
+                    f"{_call_text(asked)} failed before because it passes an id; the harness ran "
+                    f"{_call_text(ran)} instead, as the earlier hint said."
+                )
+        outcome.executed = action.model_copy(update={"calls": calls})
+        return outcome.executed  # type: ignore[return-value]
+
+    def _id_for_name_hint(self, call: ToolCall, result: ToolResult) -> tuple[str, ToolCall] | None:
         """Name the record behind an id the call passed where the tool wanted a name or number.
 
         A small planner looks a contact up and then passes the returned ``id`` ("c7") to a
@@ -849,9 +890,11 @@ class _RunState:
             for field_name in ("name", "title", "label", "phone", "number"):
                 better = rec.get(field_name)
                 if isinstance(better, str) and better and better != str(value):
+                    named = ToolCall(name=call.name, arguments={**call.arguments, arg: better})
                     return (
                         f"{value!r} is the id of {better!r}; {call.name} wants a {field_name} in {arg!r}, "
-                        f"not an id: call {_call_text(ToolCall(name=call.name, arguments={**call.arguments, arg: better}))}."
+                        f"not an id: call {_call_text(named)}.",
+                        named,
                     )
         return None
 

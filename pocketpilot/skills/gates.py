@@ -73,6 +73,10 @@ def _others(call: ToolCall, batch: Sequence[ToolCall], names: frozenset[str]) ->
     return [c.name for c in batch if c is not call and (ANY_TOOL in names or c.name in names)]
 
 
+def _string_values(call: ToolCall) -> set[str]:
+    return {v.strip().casefold() for v in call.arguments.values() if isinstance(v, str) and v.strip()}
+
+
 def _either(names: frozenset[str]) -> str:
     return " or ".join(sorted(names))
 
@@ -266,6 +270,22 @@ class DependsOnResultGate(PreconditionGate):
                 return None
             return call.model_copy(update={"arguments": {**call.arguments, self.argument: value}})
         return None
+
+    def checked_in_batch(self, call: ToolCall, ran: Sequence[tuple[ToolCall, ToolResult]]) -> bool:
+        """Whether the batch's waited-for calls only checked a value ``call`` already carries.
+
+        ``lookup_contact(name="Sam")`` + ``send_sms(to="Sam", ...)`` in one batch: the lookup
+        can only confirm or refute "Sam", and the send does not need anything else from it.
+        When every waited-for call of the batch succeeded with one record (not a listing to
+        choose from) and was asked about a value ``call`` passes too, the call stands as
+        written once the batch is done, like an objective gate's (``sequence_holds``). Never
+        for a gate with ``argument``: that call needs an id out of the result.
+        """
+        if self.argument is not None or call.name not in self.tools:
+            return False
+        waited = [(c, r) for c, r in ran if c is not call and (ANY_TOOL in self.waits_for or c.name in self.waits_for)]
+        mine = _string_values(call)
+        return bool(waited) and all(r.ok and isinstance(r.data, dict) and _string_values(c) & mine for c, r in waited)
 
     def _missing(self, call: ToolCall, batch: Sequence[ToolCall], history: Sequence[Any]) -> str | None:
         others = _others(call, batch, self.waits_for)

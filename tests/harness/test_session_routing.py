@@ -313,6 +313,26 @@ async def test_an_id_passed_where_a_name_belongs_gets_the_records_name():
     assert not any("is the id of" in n for n in ep2.steps[0].notices)
 
 
+
+async def test_the_same_id_call_sent_again_after_the_hint_runs_with_the_name():
+    names = ["lookup_contact", "send_sms"]
+    lookup, send = batch(("lookup_contact", {"name": "Sam"})), call("send_sms", to="c7", body="hi")
+    script = [lookup, send, lookup, send, FINISH]
+    phone = SandboxPhone()
+    episode = await _session(ScriptedPlanner(list(script)), phone, names,
+                             config=HarnessConfig(recovery_hints=True)).run("text Sam")
+    assert episode.steps[1].results[0].error.code == "not_found"
+    again = episode.steps[3]
+    assert again.results[0].ok
+    assert again.action.calls[0].arguments == {"to": "Sam Taylor", "body": "hi"}  # the step records what ran
+    assert any("the harness ran" in n and 'to="Sam Taylor"' in n for n in again.notices)
+    (sent,) = phone.state.messages.sent
+    assert sent.body == "hi" and sent.contact in ("c7", "Sam Taylor")
+    # without recovery hints the planner's call runs as written, and fails again
+    phone2 = SandboxPhone()
+    ep2 = await _session(ScriptedPlanner(list(script)), phone2, names).run("text Sam")
+    assert ep2.steps[3].results[0].error.code == "not_found" and not phone2.state.messages.sent
+
 async def test_the_loop_guard_makes_the_planner_conclude_after_a_consecutive_repeat():
     names = ["get_settings", "set_wifi"]
     read = call("get_settings")
@@ -467,6 +487,27 @@ async def test_a_decision_that_needs_the_result_is_not_sequenced():
     assert len(episode.steps) == 2 and episode.steps[1].action.kind == "finish"
     assert phone.state.settings.do_not_disturb is False
 
+
+
+async def test_a_lookup_of_the_name_the_held_send_passes_settles_the_hold(lib):
+    from pocketpilot.skills import audit_episode
+
+    names = ["lookup_contact", "send_sms"]
+    config = HarnessConfig(recovery_hints=True, sequence_holds=True)
+    gates = lib.always_on_gates(names)
+    send = ("send_sms", {"to": "Sam", "body": "battery dying"})
+    phone = SandboxPhone()
+    planner = ScriptedPlanner([batch(("lookup_contact", {"name": "Sam"}), send), FINISH])
+    episode = await _session(planner, phone, names, skills=lib, gates=gates, config=config).run("text Sam")
+    first, second = episode.steps[0], episode.steps[1]
+    assert first.results[1].error.code == "precondition_failed"
+    assert second.planner is None and second.results[0].ok and len(phone.state.messages.sent) == 1
+    assert audit_episode(episode, lib) == []
+    # a lookup of someone else says nothing about "Sam": the planner decides
+    phone2 = SandboxPhone()
+    planner2 = ScriptedPlanner([batch(("lookup_contact", {"name": "Priya"}), send), FINISH])
+    ep2 = await _session(planner2, phone2, names, skills=lib, gates=gates, config=config).run("text Sam")
+    assert [s.action.kind for s in ep2.steps] == ["tool_call", "finish"] and not phone2.state.messages.sent
 
 async def test_a_refusal_after_an_error_gets_the_procedure_line_for_that_error(lib):
     names = ["convert_units", "calculate"]
