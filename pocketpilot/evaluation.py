@@ -380,7 +380,8 @@ async def run_task(
     try:
         if run.memory is not None:
             memory = run.memory
-            cfg = dataclasses.replace(cfg, loop_guard=True, recovery_hints=True, sequence_holds=True)  # harness runtime
+            cfg = dataclasses.replace(cfg, loop_guard=True, recovery_hints=True, sequence_holds=True,
+                                      scope_guard=True)  # harness runtime
             hits = await memory.session.search(task.goal, k=RECALL_K) if task.memory else []
             kw = kit.session_kwargs(
                 [t.name for t in run.executor.tools()],

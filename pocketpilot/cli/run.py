@@ -102,7 +102,8 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
     session = Session(
         planner,
         executor,
-        config=HarnessConfig(max_steps=max_steps or 15, loop_guard=True, recovery_hints=True, sequence_holds=True),
+        config=HarnessConfig(max_steps=max_steps or 15, loop_guard=True, recovery_hints=True, sequence_holds=True,
+                             scope_guard=True),
         confirm=_confirmation(yes),
         trace_dir=trace_dir,
         on_step=_show,

@@ -61,6 +61,7 @@ from .base import (
 )
 from .confirm import DenyAll
 from .context import ContextAssembler, ContextBudget
+from .scope import out_of_scope
 
 __all__ = ["HarnessConfig", "Session"]
 
@@ -97,6 +98,10 @@ class HarnessConfig:
     precondition from results, e.g. "no cast is active") and passes on the real results. The
     planner's call stands; only its order is fixed. Holds that need the planner to read a
     result first (a conditional toggle, a reply) still go back to the planner."""
+    scope_guard: bool = False
+    """Hold a device-setting call (``set_wifi``...) that nothing the run was told or found out
+    names (see :mod:`pocketpilot.harness.scope`): the 1.5B planner walks through every setting
+    after the one it was asked to change. Off by default, like ``loop_guard``."""
     capture_episodes: bool = True
     budget: ContextBudget = field(default_factory=ContextBudget)
 
@@ -817,6 +822,15 @@ class _RunState:
                     return line.split("] ", 1)[-1].strip()
         return None
 
+    def _scope_context(self) -> list[str]:
+        """What this run was told or found out, for the scope guard: request, evidence,
+        memories a search returned, and error messages (not skill guidance)."""
+        texts = [self.request, *self.s.evidence]
+        for step in self.steps:
+            texts.extend(m.content for m in step.retrieved)
+            texts.extend(r.error.message for r in step.results if r.error is not None)
+        return texts
+
     def _undoes_own_work(self, call: ToolCall, spec: ToolSpec) -> str | None:
         """Why a destructive call would undo what this run created for the request (None: it does not).
 
@@ -906,6 +920,12 @@ class _RunState:
             missing = gate.check(call, batch, [*self.s.gate_history, *self.steps])
             if missing:
                 return ToolResult.failure("precondition_failed", f"{call.name}: {missing}"), []
+        if self.cfg.scope_guard and out_of_scope(spec, self._scope_context()):
+            return ToolResult.failure(
+                "not_allowed",
+                f"{call.name}: neither the request nor any recalled memory mentions this setting, so it stays "
+                "as it is. Change only what was asked; if that is done, finish.",
+            ), []
         undo = self._undoes_own_work(call, spec)
         if undo is not None:
             return ToolResult.failure("not_allowed", undo), []

@@ -1,0 +1,74 @@
+"""Scope: a device setting that nothing in the request's context names stays as it is.
+
+The 1.5B planner's commonest harmful failure in the capability traces is the settings walk:
+it makes the change it was asked for, then turns on Wi-Fi, Bluetooth, do-not-disturb and a
+brightness level one step after another (a tool list reads to it like a to-do list), and the
+user's phone ends up in a state nobody asked for. A prompt line against it did not hold.
+
+The guard is lexical and deliberately permissive. A *setting tool* is a ``set_*`` tool that
+takes no record id (``set_wifi``, ``set_ring_mode``; not ``set_alarm_enabled``, which changes
+a record the planner looked up). Its terms are the words of its name and description and its
+enum values ("ring", "mode", "vibrate", "silent"...). A call is in scope when one term occurs
+in what the run was told or found out: the request, the evidence (recalled memories), the
+memories a search returned, and the error messages of this run's results ("bluetooth is
+off" grounds turning Bluetooth on). Skill procedures do not count: they list every setting.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..contracts import ToolSpec
+
+__all__ = ["is_setting", "out_of_scope", "setting_terms"]
+
+_STOP = frozenset(
+    "set turn on off or and the a an in of to its it is be must this that with by for from not do "
+    "percent level value state current enabled true false".split()
+)
+
+
+def _tokens(text: str) -> set[str]:
+    """Lowercased words, hyphenated words joined ("Wi-Fi" -> "wifi", "do-not-disturb" -> "donotdisturb" and its parts)."""
+    text = text.lower()
+    out: set[str] = set()
+    for chunk in re.findall(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", text):
+        parts = re.split(r"[-_]", chunk)
+        out.add("".join(parts))
+        out.update(parts)
+    return out
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def is_setting(spec: ToolSpec) -> bool:
+    """A ``set_*`` tool without an id argument: it changes a device setting, not a record."""
+    props = spec.parameters.get("properties", {}) if isinstance(spec.parameters, dict) else {}
+    return spec.name.startswith("set_") and not any(name == "id" or name.endswith("_id") for name in props)
+
+
+def setting_terms(spec: ToolSpec) -> frozenset[str]:
+    """Stems of the words that name what ``spec`` changes (name, description, enum values)."""
+    words = _tokens(spec.name.removeprefix("set_")) | _tokens(spec.description)
+    for prop in (spec.parameters.get("properties", {}) or {}).values():
+        for value in prop.get("enum", ()) if isinstance(prop, dict) else ():
+            if isinstance(value, str):
+                words |= _tokens(value)
+    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in _STOP)
+
+
+def out_of_scope(spec: ToolSpec, context: Iterable[str]) -> bool:
+    """Whether a setting tool's terms occur nowhere in ``context`` (False for other tools)."""
+    if not is_setting(spec):
+        return False
+    terms = setting_terms(spec)
+    if not terms:
+        return False
+    seen = {_stem(w) for text in context for w in _tokens(text)}
+    return not (terms & seen)
