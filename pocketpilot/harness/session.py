@@ -924,7 +924,8 @@ class _RunState:
             return ToolResult.failure(
                 "not_allowed",
                 f"{call.name}: neither the request nor any recalled memory mentions this setting, so it stays "
-                "as it is. Change only what was asked; if that is done, finish.",
+                "as it is. Change only what was asked; if that is done, finish with what you changed (this is no "
+                "reason to refuse).",
             ), []
         undo = self._undoes_own_work(call, spec)
         if undo is not None:

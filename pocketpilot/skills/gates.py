@@ -185,11 +185,13 @@ class QueryBeforeToggleGate(PreconditionGate):
         return self.query
 
     def _missing(self, call: ToolCall, batch: Sequence[ToolCall], history: Sequence[Any]) -> str | None:
+        # A state read in an earlier step was seen before this decision: a fresh read in the
+        # same batch changes nothing (the 1.5B planner resends the whole held batch verbatim).
+        if any(p.name in self.query and r.ok for p, r in executed_calls(history)):
+            return None
         others = _others(call, batch, self.query)
         if others:
             return _same_batch(call, others)
-        if any(p.name in self.query and r.ok for p, r in executed_calls(history)):
-            return None
         return f"read the current state with {_either(self.query)} first, then decide whether {call.name} is needed"
 
 

@@ -77,6 +77,8 @@ def test_query_before_toggle():
     assert "same batch" in gate.check(toggle, [query, toggle], [])
     assert gate.check(toggle, [toggle], [step(0, (query, FAIL("device_off", "off")))]) is not None
     assert gate.check(toggle, [toggle], [step(0, (query, OK({"wifi": True})))]) is None
+    # the held batch resent as it was: the state was read in the earlier step, the toggle may run
+    assert gate.check(toggle, [query, toggle], [step(0, (query, OK({"wifi": True})))]) is None
 
 
 def test_stop_before_start_tracks_cast_state_through_history():
