@@ -70,7 +70,7 @@ class OnnxMiniLMEmbedder:
         variant: Literal["fp32", "int8"] = "fp32",
         threads: int | None = 1,
         workers: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
     ) -> None:
         """Load a built model.
 
@@ -80,7 +80,8 @@ class OnnxMiniLMEmbedder:
             threads: onnxruntime intra-op threads per run (1; ``None`` lets onnxruntime
                 choose, one per core).
             workers: Batches embedded at once by :meth:`embed` (default: the cores, at most 4).
-            batch_size: Most texts per inference call in :meth:`embed`.
+            batch_size: Most texts per inference call in :meth:`embed` (32: on 2 cores, fp32
+                batches of 32 on two workers embedded ~40 % faster than batches of 64).
 
         Raises:
             EmbedderUnavailableError: The model is not built or fails its manifest check.
