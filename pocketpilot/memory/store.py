@@ -59,10 +59,16 @@ Overlap = Literal["auto", "always", "never"]
 
 
 def _idle_core() -> bool:
-    """Whether the machine has a core to spare right now (1-minute load below cores - 0.5)."""
+    """Whether the machine has a core to spare right now (1-minute load below the core count).
+
+    The load average counts the caller's own busy search thread: a process serving queries
+    back to back on an otherwise idle 2-core machine shows a load of 1.5-1.7 (bench_memory.py),
+    so "below cores - 0.5" read that as busy and kept a 10k search sequential (11.0 ms p50
+    against 7.5 overlapped). Below the core count, one core is still free beside it.
+    """
     cores = os.cpu_count() or 1
     try:
-        return cores > 1 and os.getloadavg()[0] < cores - 0.5
+        return cores > 1 and os.getloadavg()[0] < cores
     except OSError:  # pragma: no cover - no load average on this platform
         return False
 
