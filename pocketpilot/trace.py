@@ -54,6 +54,7 @@ class TraceWriter:
         self.path = Path(path)
         self._fh: IO[str] | None = None
         self._lock = asyncio.Lock()
+        self._pending: asyncio.Future[None] | None = None
 
     def _open(self) -> IO[str]:
         if self._fh is None:
@@ -69,8 +70,14 @@ class TraceWriter:
 
     async def _write(self, record: dict[str, Any]) -> None:
         async with self._lock:
+            # A write whose caller was cancelled (Ctrl-C) keeps running in its thread, and the
+            # lock is released as the cancellation unwinds: the next record (the "cancelled"
+            # end) waits for that line first, so records stay whole and in order.
+            if self._pending is not None and not self._pending.done():
+                await asyncio.shield(self._pending)
+            self._pending = asyncio.ensure_future(asyncio.to_thread(self._write_sync, record))
             # A cancelled writer thread must finish its line before we give up, or the file tears.
-            await asyncio.shield(asyncio.to_thread(self._write_sync, record))
+            await asyncio.shield(self._pending)
 
     async def header(self, header: EpisodeHeader) -> None:
         """First line: every version and hash of the run."""

@@ -223,8 +223,9 @@ class Session:
             raise UsageError("empty request")
         await self.planner.load()  # the header records the model's sha256 and quantization
         state = _RunState(self, request)
-        await state.start()
         try:
+            # start() inside: a Ctrl-C while the header is being written still gets its end record
+            await state.start()
             await state.loop()
         except asyncio.CancelledError:
             await state.finish("cancelled", "cancelled (Ctrl-C or task cancellation)", run_verifier=False)

@@ -192,6 +192,25 @@ async def test_cancellation_keeps_trace(registry, tmp_path):
     assert len(episode.steps) == 1 and episode.steps[0].results[0].ok
 
 
+
+async def test_cancellation_while_the_header_is_being_written_still_ends_the_trace(registry, tmp_path):
+    """Ctrl-C lands as soon as the trace file exists (what a user, and the CLI test, sees): the
+    header write is then still in flight in its thread. The trace must get the header, then
+    the "cancelled" end, in that order (the CLI test caught an end-less trace here)."""
+    planner = ScriptedPlanner([call("sleep_echo", text="x", delay=10), FINISH])
+    session = Session(planner, registry, trace_dir=tmp_path)
+    task = asyncio.create_task(session.run("x"))
+    while not list(tmp_path.glob("*.jsonl")):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (path,) = tmp_path.glob("*.jsonl")
+    kinds = [json.loads(line)["type"] for line in path.read_text().splitlines()]
+    assert kinds[0] == "header" and kinds[-1] == "end"
+    episode, complete = read_trace(path)
+    assert complete and episode.stop_reason == "cancelled"
+
 async def test_sessions_share_one_loop(registry):
     planners = [ScriptedPlanner([call("sleep_echo", text=str(i), delay=0.3), FINISH]) for i in range(4)]
     t0 = time.monotonic()
