@@ -49,7 +49,7 @@ def _stem(word: str) -> str:
 
 def is_setting(spec: ToolSpec) -> bool:
     """A ``set_*`` tool without an id argument: it changes a device setting, not a record."""
-    props = spec.parameters.get("properties", {}) if isinstance(spec.parameters, dict) else {}
+    props = spec.parameters.get("properties") or {}
     return spec.name.startswith("set_") and not any(name == "id" or name.endswith("_id") for name in props)
 
 

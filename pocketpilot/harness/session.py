@@ -15,7 +15,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -320,11 +320,11 @@ def _records(data: Any) -> list[dict[str, Any]]:
     return [d for d in items if isinstance(d, dict) and isinstance(d.get("id"), (str, int))]
 
 
-
 def _checked_in_batch(gate: Any, call: ToolCall, ran: Sequence[tuple[ToolCall, ToolResult]]) -> bool:
     """A gate's optional ``checked_in_batch`` hook (see :class:`ToolGate`); False without one."""
     hook = getattr(gate, "checked_in_batch", None)
     return bool(hook(call, ran)) if callable(hook) else False
+
 
 def _batch_key(calls: Sequence[ToolCall]) -> tuple[str, ...]:
     """A batch's identity for the loop guard: its calls' keys, order ignored (calls of one batch run together)."""
@@ -823,14 +823,15 @@ class _RunState:
                     return line.split("] ", 1)[-1].strip()
         return None
 
-    def _scope_context(self) -> list[str]:
+    def _scope_texts(self) -> Iterator[str]:
         """What this run was told or found out, for the scope guard: request, evidence,
-        memories a search returned, and error messages (not skill guidance)."""
-        texts = [self.request, *self.s.evidence]
+        memories a search returned, and error messages (not skill guidance). Lazy: only a
+        setting call reads it."""
+        yield self.request
+        yield from self.s.evidence
         for step in self.steps:
-            texts.extend(m.content for m in step.retrieved)
-            texts.extend(r.error.message for r in step.results if r.error is not None)
-        return texts
+            yield from (m.content for m in step.retrieved)
+            yield from (r.error.message for r in step.results if r.error is not None)
 
     def _undoes_own_work(self, call: ToolCall, spec: ToolSpec) -> str | None:
         """Why a destructive call would undo what this run created for the request (None: it does not).
@@ -878,8 +879,9 @@ class _RunState:
                     f"{_call_text(asked)} failed before because it passes an id; the harness ran "
                     f"{_call_text(ran)} instead, as the earlier hint said."
                 )
-        outcome.executed = action.model_copy(update={"calls": calls})
-        return outcome.executed  # type: ignore[return-value]
+        ran = action.model_copy(update={"calls": calls})
+        outcome.executed = ran
+        return ran
 
     def _id_for_name_hint(self, call: ToolCall, result: ToolResult) -> tuple[str, ToolCall] | None:
         """Name the record behind an id the call passed where the tool wanted a name or number.
@@ -921,7 +923,7 @@ class _RunState:
             missing = gate.check(call, batch, [*self.s.gate_history, *self.steps])
             if missing:
                 return ToolResult.failure("precondition_failed", f"{call.name}: {missing}"), []
-        if self.cfg.scope_guard and out_of_scope(spec, self._scope_context()):
+        if self.cfg.scope_guard and out_of_scope(spec, self._scope_texts()):
             return ToolResult.failure(
                 "not_allowed",
                 f"{call.name}: neither the request nor any recalled memory mentions this setting, so it stays "

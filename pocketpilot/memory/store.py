@@ -50,7 +50,7 @@ embedding and vector scan (``overlap="auto"``, and only while a core is idle).
 
 Below it the keyword side takes a millisecond or two and the hand-off is not worth it. Above
 it, with the default single-threaded query embedder, overlapping was faster at every size
-measured (10k: 8.1 ms p50 against 11.5 ms; 100k: 9.5 against 14.3). On busy cores it hurts:
+measured (10k: 7.8 ms p50 against 11.1 ms; 100k: 7.6 against 9.5; 1M: 27 against 53). On busy cores it hurts:
 at 100k on 2 busy cores the worker made a search several times slower (50 ms p50 against
 19 ms), because it waits for a core. ``bench_memory.py`` measures both orders at each size
 in one run."""
