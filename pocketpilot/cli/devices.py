@@ -14,6 +14,7 @@ import adbutils
 import click
 
 from ..executor.adb import AdbExecutor, connect_device, list_devices
+from ..executor.adb.server import PinnedAdbClient, ensure_server, stop_started_server
 from ..executor.simphone import simphone_status, start_simphone, stop_simphone
 from ..harness.base import Verifier
 from ..model_store import pocketpilot_home
@@ -26,7 +27,14 @@ def _adb_port(port: int | None) -> int:
 
 
 def _client(port: int | None) -> adbutils.AdbClient:
-    return adbutils.AdbClient(host="127.0.0.1", port=_adb_port(port))
+    return PinnedAdbClient(host="127.0.0.1", port=_adb_port(port))
+
+
+def _serve(port: int | None, state_dir: Path) -> adbutils.AdbClient:
+    """A client of a running adb server, starting one (and saying so) when none answers."""
+    if ensure_server(_adb_port(port), state_dir):
+        click.echo(f"started an adb server on port {_adb_port(port)} (`pocketpilot simphone stop` stops it)", err=True)
+    return _client(port)
 
 
 def build_device_executor(serial: str, adb_port: int | None = None) -> tuple[AdbExecutor, Verifier | None]:
@@ -44,13 +52,26 @@ def build_device_executor(serial: str, adb_port: int | None = None) -> tuple[Adb
     return AdbExecutor(serial, client=client), None
 
 
+_STATE_DIR = click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the phone's pid/port file, its log and the adb server record go (default: the pocketpilot cache).",
+)
+
+
+def _state_dir(state_dir: str | None) -> Path:
+    return Path(state_dir) if state_dir else pocketpilot_home() / "simphone"
+
+
 @click.command("devices")
 @click.option(
     "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
 )
-def devices(adb_port: int | None) -> None:
-    """List the devices the adb server knows, with their state."""
-    found = list_devices(_client(adb_port))
+@_STATE_DIR
+def devices(adb_port: int | None, state_dir: str | None) -> None:
+    """List the devices the adb server knows, with their state (starting the server if needed)."""
+    found = list_devices(_serve(adb_port, _state_dir(state_dir)))
     if not found:
         click.echo("no devices (start one with `pocketpilot simphone start`, or plug in a phone)")
         return
@@ -64,16 +85,6 @@ def devices(adb_port: int | None) -> None:
 
 
 simphone = click.Group("simphone", help="A simulated phone that the real adb server accepts.")
-_STATE_DIR = click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Where the phone's pid/port file and log go (default: the pocketpilot cache).",
-)
-
-
-def _state_dir(state_dir: str | None) -> Path:
-    return Path(state_dir) if state_dir else pocketpilot_home() / "simphone"
 
 
 @simphone.command("start")
@@ -88,7 +99,7 @@ def start(port: int, backend: str, connect: bool, adb_port: int | None, state_di
     click.echo(f"simulated phone {info.serial} ({info.backend}, pid {info.pid})")
     if connect:
         try:
-            connect_device(_client(adb_port), info.serial)
+            connect_device(_serve(adb_port, _state_dir(state_dir)), info.serial)
         except Exception:
             stop_simphone(_state_dir(state_dir))  # do not leave a phone nobody can reach
             raise
@@ -98,8 +109,10 @@ def start(port: int, backend: str, connect: bool, adb_port: int | None, state_di
 @simphone.command("stop")
 @_STATE_DIR
 def stop(state_dir: str | None) -> None:
-    """Stop the background simulated phone."""
+    """Stop the background simulated phone, and the adb server pocketpilot started for it."""
     click.echo("stopped" if stop_simphone(_state_dir(state_dir)) else "no simulated phone running")
+    for port in stop_started_server(_state_dir(state_dir)):
+        click.echo(f"stopped the adb server on port {port}")
 
 
 @simphone.command("status")

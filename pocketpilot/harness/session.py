@@ -221,16 +221,22 @@ class Session:
         """Run ``request`` to a stop and return the episode (the trace is written as it goes)."""
         if not request.strip():
             raise UsageError("empty request")
-        await self.planner.load()  # the header records the model's sha256 and quantization
-        state = _RunState(self, request)
+        state: _RunState | None = None
         try:
+            await self.planner.load()  # the header records the model's sha256 and quantization
+            state = _RunState(self, request)
             # start() inside: a Ctrl-C while the header is being written still gets its end record
             await state.start()
             await state.loop()
+            # inside too: a Ctrl-C while the verifier runs still ends the trace (as cancelled)
+            return await state.finish(state.stop_reason, state.stop_detail)
         except asyncio.CancelledError:
-            await state.finish("cancelled", "cancelled (Ctrl-C or task cancellation)", run_verifier=False)
+            if state is None:  # cancelled while the model loaded: the trace still says so
+                state = _RunState(self, request)
+                await state.start()
+            if not state.ended:
+                await state.finish("cancelled", "cancelled (Ctrl-C or task cancellation)", run_verifier=False)
             raise
-        return await state.finish(state.stop_reason, state.stop_detail)
 
     def run_sync(self, request: str) -> Episode:
         """Blocking wrapper for scripts without an event loop; refuses inside a running loop."""
@@ -416,6 +422,8 @@ class _RunState:
             pocketpilot_version=__version__,
             parent_episode_id=session.parent_episode_id,
         )
+        self.ended = False
+        """The end record is written (or being written): a later cancellation adds no second one."""
         self.writer: TraceWriter | None = None
         if session.trace_dir is not None:
             self.writer = TraceWriter(Path(session.trace_dir) / f"{self.header.episode_id}.jsonl")
@@ -464,8 +472,11 @@ class _RunState:
                 messages=messages, tools=list(self.tools.values()), kinds=kinds, skills=self._loadable()
             )
             try:
-                output = await asyncio.wait_for(self.s.planner.plan(plan_request), timeout=remaining)
-            except asyncio.TimeoutError:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for returns the result of a plan that
+                # completed in the same loop turn as a Ctrl-C, and the cancellation is lost.
+                async with asyncio.timeout(remaining):
+                    output = await self.s.planner.plan(plan_request)
+            except TimeoutError:
                 self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
                 return
             except PlannerOutputError as exc:
@@ -1064,6 +1075,7 @@ class _RunState:
             if not isinstance(verdict, Verdict):
                 raise UsageError(f"verifier returned {type(verdict).__name__}, not a Verdict")
             episode = episode.model_copy(update={"verdict": verdict})
+        self.ended = True  # set before the write: a cancelled end line is still finished by its thread
         if self.writer:
             await self.writer.end(episode)
             self.writer.close()

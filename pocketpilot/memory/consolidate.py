@@ -145,6 +145,7 @@ async def run_periodically(
     while not stop.is_set():
         await run_off_loop(consolidate, store, caller)
         try:
-            await asyncio.wait_for(stop.wait(), timeout=interval_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(interval_s):  # not wait_for: it can drop a cancellation
+                await stop.wait()
+        except TimeoutError:
             continue

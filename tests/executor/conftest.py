@@ -17,6 +17,7 @@ from pathlib import Path
 import adbutils
 import pytest
 
+from pocketpilot.executor.adb.server import PinnedAdbClient
 from pocketpilot.executor.simphone import Faults, MiniPhone, PhoneBackend, ThreadedSimPhone
 
 ADB_BINARY = Path(adbutils.__file__).parent / "binaries" / "adb"
@@ -43,8 +44,8 @@ class AdbServer:
 
     @property
     def client(self) -> adbutils.AdbClient:
-        """A client bound to this server (never the import-time global)."""
-        return adbutils.AdbClient(host="127.0.0.1", port=self.port)
+        """A client bound to this server (never the import-time global, never spawning another)."""
+        return PinnedAdbClient(host="127.0.0.1", port=self.port)
 
     def run(self, *args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
         """The adb CLI against this server."""
@@ -97,7 +98,9 @@ def start_adb_server(tmp: Path) -> AdbServer:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         try:
-            adbutils.AdbClient(host="127.0.0.1", port=port).server_version()
+            # pinned: a plain client polling a server still starting runs `adb start-server`,
+            # which leaves a daemon on 5037 behind (what the leftover check caught)
+            PinnedAdbClient(host="127.0.0.1", port=port).server_version()
             return AdbServer(port=port, home=home, proc=proc, env=env)
         except (adbutils.AdbError, OSError):
             if proc.poll() is not None:

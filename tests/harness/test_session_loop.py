@@ -211,6 +211,68 @@ async def test_cancellation_while_the_header_is_being_written_still_ends_the_tra
     episode, complete = read_trace(path)
     assert complete and episode.stop_reason == "cancelled"
 
+class _CancelAsPlanReturns(ScriptedPlanner):
+    """Cancels the running session from inside ``plan``, in the loop turn its answer completes:
+    the race a Ctrl-C at the end of a step runs into (``asyncio.wait_for`` on 3.11 returns the
+    completed result and drops the cancellation, and the run carried on to exit 0)."""
+
+    def __init__(self, actions, cancel_at: int) -> None:
+        super().__init__(actions)
+        self.cancel_at = cancel_at
+        self.task: asyncio.Task | None = None
+
+    async def plan(self, request):
+        out = await super().plan(request)
+        if len(self.requests) == self.cancel_at:
+            asyncio.get_running_loop().call_soon(self.task.cancel)
+        return out
+
+
+async def test_cancellation_as_a_plan_completes_is_not_lost(registry, toys, tmp_path):
+    planner = _CancelAsPlanReturns([call("set_lamp", on=True), call("set_lamp", on=False), FINISH], cancel_at=1)
+    session = Session(planner, registry, trace_dir=tmp_path)
+    planner.task = task = asyncio.create_task(session.run("x"))
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    episode, complete = read_trace(session.trace_path)
+    assert complete and episode.stop_reason == "cancelled"
+    assert len(planner.requests) == 1  # no second step was planned after the cancellation
+    assert len(episode.steps) <= 1
+
+
+async def test_cancellation_while_the_model_loads_still_writes_a_cancelled_trace(registry, tmp_path):
+    class SlowLoad(ScriptedPlanner):
+        async def load(self) -> None:
+            await asyncio.sleep(10)
+
+    session = Session(SlowLoad([FINISH]), registry, trace_dir=tmp_path)
+    task = asyncio.create_task(session.run("x"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    episode, complete = read_trace(session.trace_path)
+    assert complete and episode.stop_reason == "cancelled" and episode.steps == []
+
+
+async def test_cancellation_while_the_verifier_runs_ends_the_trace_once(registry, tmp_path):
+    async def verifier(episode):
+        await asyncio.sleep(10)
+
+    session = Session(ScriptedPlanner([FINISH]), registry, verifier=verifier, trace_dir=tmp_path)
+    task = asyncio.create_task(session.run("x"))
+    while not list(tmp_path.glob("*.jsonl")) or "step" not in next(tmp_path.glob("*.jsonl")).read_text():
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    kinds = [json.loads(line)["type"] for line in session.trace_path.read_text().splitlines()]
+    assert kinds.count("end") == 1 and kinds[-1] == "end"
+    episode, complete = read_trace(session.trace_path)
+    assert complete and episode.stop_reason == "cancelled"
+
+
 async def test_sessions_share_one_loop(registry):
     planners = [ScriptedPlanner([call("sleep_echo", text=str(i), delay=0.3), FINISH]) for i in range(4)]
     t0 = time.monotonic()

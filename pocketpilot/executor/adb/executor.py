@@ -45,6 +45,7 @@ from ._errors import DeviceOutputError, adb_errors
 from .devices import connect_device, is_network_serial, list_devices
 from .journal import ActionJournal
 from .screen import Element, Screen, parse_screen
+from .server import PinnedAdbClient
 
 __all__ = ["AdbExecutor", "AdbExecutorConfig", "DeviceHealth", "ShellResult"]
 
@@ -137,7 +138,10 @@ class AdbExecutor:
             port = (
                 adb_port if adb_port is not None else int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
             )
-            client = adbutils.AdbClient(host=adb_host, port=port)
+            client = PinnedAdbClient(host=adb_host, port=port)
+        elif not isinstance(client, PinnedAdbClient):
+            # a plain client spawns `adb start-server` (on another port) when its server drops
+            client = PinnedAdbClient(host=client.host, port=client.port)
         self._client = client
         self._config = config or AdbExecutorConfig()
         self.journal = journal if journal is not None else ActionJournal()

@@ -118,8 +118,9 @@ class McpExecutor:
         self._closing = asyncio.Event()
         self._owner = asyncio.create_task(self._own(ready, self._closing), name=f"mcp:{self.label}")
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.timeout_s):  # not wait_for: it can drop a cancellation
+                await asyncio.shield(ready)
+        except TimeoutError:
             await self.aclose()
             raise McpTimeout(self.label, f"no handshake within {self.timeout_s}s") from None
         except BaseException:
