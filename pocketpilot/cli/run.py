@@ -25,6 +25,7 @@ from ..harness import (
 )
 from ..model_store import pocketpilot_home
 from ..tasks import load_suite, load_task
+from ._embedder import default_embedder
 from ._planner import build_planner, planner_options
 from .render import render_step, render_verdict
 
@@ -72,11 +73,12 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
         click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}")
         click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
         config = HarnessConfig(max_steps=max_steps or task.max_steps)
+        embedder = default_embedder()  # the task's memory store searches hybrid (built once, first run)
 
         async def go() -> None:
             try:
                 episode, outcome = await run_task(task, planner, trace_dir=trace_dir, config=config, kit=kit,
-                                                  on_step=_show)
+                                                  on_step=_show, embedder=embedder)
             finally:
                 await planner.aclose()
             _report(episode, outcome.trace)

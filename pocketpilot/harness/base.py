@@ -127,6 +127,16 @@ class MemoryStore(Protocol):
 
 
 @runtime_checkable
+class DescribesRetrieval(Protocol):
+    """A memory that can say how it retrieves, for the trace header (hybrid or keyword-only)."""
+
+    @property
+    def retrieval(self) -> str:
+        """``hybrid (<embedder name>)`` or ``keyword-only``."""
+        ...
+
+
+@runtime_checkable
 class SkillStore(Protocol):
     """Skills the planner may load, with tools they expose and gates they enforce."""
 

@@ -51,6 +51,7 @@ from ..trace import TraceWriter
 from .base import (
     ChatMessage,
     ConfirmationPolicy,
+    DescribesRetrieval,
     Executor,
     MemoryStore,
     Planner,
@@ -421,6 +422,7 @@ class _RunState:
             tools=list(self.tools.values()),
             pocketpilot_version=__version__,
             parent_episode_id=session.parent_episode_id,
+            memory_retrieval=session.memory.retrieval if isinstance(session.memory, DescribesRetrieval) else None,
         )
         self.ended = False
         """The end record is written (or being written): a later cancellation adds no second one."""

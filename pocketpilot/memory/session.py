@@ -71,6 +71,12 @@ class SessionMemory:
         """True when retrieval runs on BM25 alone (no embedder)."""
         return self.store.keyword_only
 
+    @property
+    def retrieval(self) -> str:
+        """How this memory searches, as the trace header records it."""
+        embedder = self.store.embedder
+        return "keyword-only" if embedder is None else f"hybrid ({embedder.name})"
+
     async def search(self, query: str, *, tier: str | None = None, k: int = 5) -> list[RetrievedMemory]:
         """Hybrid retrieval for the session's caller; results are evidence, never instructions."""
         return await run_off_loop(self._search_sync, query, tier, k)

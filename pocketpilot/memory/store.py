@@ -158,7 +158,8 @@ class SqliteMemory:
     def _init_vectors(self, mode: VectorMode) -> None:
         stored_name, stored_dim = self._db.get_meta("embedder"), self._db.get_meta("dim")
         if self._embedder is None:
-            logger.warning("%s: no embedder, retrieval is keyword-only (BM25)", self.path)
+            # info, not a warning: a run opens several stores, and says it once itself
+            logger.info("%s: no embedder, retrieval is keyword-only (BM25)", self.path)
             if stored_dim is not None:
                 self._vectors = VectorIndex(self._db, int(stored_dim), mode)  # deletes must reach it
             return

