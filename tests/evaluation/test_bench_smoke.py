@@ -16,6 +16,7 @@ async def test_compare_one_memory_task_with_the_test_model(test_gguf) -> None:  
     from pocketpilot.harness.planners import LlamaCppPlanner
 
     task = next(t for t in load_suite("dev") if t.id.startswith("mem-recall-"))
+    task = task.model_copy(update={"max_steps": 3})  # both modes, a few steps each: what the report shows
     planner = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(temperature=0.0, max_tokens=128))
     try:
         report = await run_comparison([task], planner, split="dev")

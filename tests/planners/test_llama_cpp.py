@@ -129,10 +129,10 @@ async def test_grammar_of_the_whole_sandbox_toolset_parses(planner):
     from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 
     tools = SandboxExecutor(SandboxPhone()).tools()
-    assembler = ContextAssembler(ContextBudget(tools=6000), planner.count_tokens)
     kinds = ("tool_call", "ask_user", "refuse", "finish")
-    prefix, _ = assembler.prefix(tools, kinds)
-    messages = assembler.assemble(prefix, ChatMessage(role="user", content="Set an alarm for 06:30"), [])
+    # The grammar is built from `tools`; a short prompt keeps prompt processing out of the test.
+    messages = [ChatMessage(role="system", content="Answer with one JSON action."),
+                ChatMessage(role="user", content="Set an alarm for 06:30")]
     out = await planner.plan(PlanRequest(messages=messages, tools=tools, kinds=kinds))
     assert out.action.kind in kinds
 
