@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 from .contracts import Episode, ToolCall, ToolCallAction, ToolResult, ToolSpec
 
-__all__ = ["FailedCall", "Handoff", "changes_state", "review_handoff"]
+__all__ = ["FailedCall", "Handoff", "HandoffCode", "changes_state", "review_handoff"]
+
+HandoffCode = Literal["subagent_denied", "subagent_failed", "subagent_unverified", "subagent_unconfirmed"]
 
 DENIED_CODE = "confirmation_denied"
 """The error code of a call the confirmation policy refused (see the harness's routing)."""
@@ -66,10 +68,11 @@ class Handoff(BaseModel):
     @property
     def confirmed(self) -> bool:
         """Finished, no state-changing call denied or failed, and the verifier (if any) passed."""
-        return self.stop_reason == "finish" and not self.denied and not self.failed and self.verified is not False
+        took_effect = not self.denied and not self.failed
+        return self.stop_reason == "finish" and took_effect and self.verified is not False
 
     @property
-    def code(self) -> Literal["subagent_denied", "subagent_failed", "subagent_unverified", "subagent_unconfirmed"]:
+    def code(self) -> HandoffCode:
         """The error code of an unconfirmed hand-off: the weightiest reason first."""
         if self.denied:
             return "subagent_denied"
@@ -87,9 +90,9 @@ class Handoff(BaseModel):
         if self.failed:
             parts.append("failed: " + "; ".join(f"{c.tool} ({c.code}: {c.message})" for c in self.failed))
         if self.verified is False:
-            parts.append("its result did not pass verification" + (f" ({', '.join(self.unmet)})" if self.unmet else ""))
+            parts.append("verification failed" + (f" ({', '.join(self.unmet)})" if self.unmet else ""))
         stopped = f"sub-agent stopped with {self.stop_reason}: {detail}"
-        return stopped if not parts else f"{stopped}; its calls did not all take effect ({'; '.join(parts)})"
+        return f"{stopped}; not confirmed: {'; '.join(parts)}" if parts else stopped
 
 
 def _calls(episode: Episode) -> Iterator[tuple[ToolCall, ToolResult | None, ToolSpec | None]]:

@@ -362,7 +362,7 @@ def _artifacts(episode: Episode) -> dict[str, str]:
             found[name] = str(value)
     for step in episode.steps:
         for grandchild in step.children:
-            if grandchild.stop_reason == "finish":
+            if review_handoff(grandchild).confirmed:
                 found.update({k: v for k, v in _artifacts(grandchild).items() if k not in found})
     return found
 
@@ -1045,7 +1045,9 @@ class _RunState:
         }
         if isinstance(final, Finish):
             data["summary"] = final.summary
-        data.update({k: [c.model_dump() for c in v] for k, v in (("denied", handoff.denied), ("failed", handoff.failed)) if v})
+        for key, calls in (("denied", handoff.denied), ("failed", handoff.failed)):
+            if calls:
+                data[key] = [c.model_dump() for c in calls]
         if handoff.verified is not None:
             data["verified"] = handoff.verified
         notices: list[str] = []

@@ -30,7 +30,11 @@ class ScriptedPlanner:
     """
 
     def __init__(
-        self, actions: Iterable[Action | dict[str, Any] | str], name: str = "scripted", *, validate: bool = True
+        self,
+        actions: Iterable[Action | dict[str, Any] | str],
+        name: str = "scripted",
+        *,
+        validate: bool = True,
     ) -> None:
         self.validate = validate
         self._items: list[Action | str] = [
