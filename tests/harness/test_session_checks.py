@@ -8,6 +8,8 @@ grammar), and each test names the mutation it exists to catch.
 
 from __future__ import annotations
 
+import pytest
+
 from pocketpilot.contracts import ToolCall, ToolCallAction, ToolResult, ToolSpec
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, HarnessConfig, Session
@@ -21,6 +23,23 @@ def call(name: str, **arguments: object) -> dict:
 
 
 FINISH = {"kind": "finish", "summary": "done"}
+
+
+# ---------------------------------------------------------------- the non-validating planner
+
+
+async def test_an_unvalidating_planner_passes_unoffered_actions_but_not_malformed_ones():
+    from pocketpilot.errors import PlannerOutputError
+    from pocketpilot.harness.base import PlanRequest
+
+    request = PlanRequest(messages=[], tools=[ToolSpec(name="convert")], kinds=("finish",))
+    unchecked = ScriptedPlanner([call("wipe"), '{"kind": "tool_call", "calls": []}'], validate=False)
+    out = await unchecked.plan(request)
+    assert out.action.kind == "tool_call" and out.action.calls[0].name == "wipe"
+    with pytest.raises(PlannerOutputError):  # still a well-formed action or nothing
+        await unchecked.plan(request)
+    with pytest.raises(PlannerOutputError, match="not allowed"):  # the default validates
+        await ScriptedPlanner([call("wipe")]).plan(request)
 
 
 # ---------------------------------------------------------------- parse failures
