@@ -70,6 +70,12 @@ class AdbServer:
         raise AssertionError(f"{serial} did not come up: {states}")
 
 
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def start_adb_server(tmp: Path) -> AdbServer:
     """Start ``adb server nodaemon`` on a free port with HOME under ``tmp``.
 
@@ -97,12 +103,16 @@ def start_adb_server(tmp: Path) -> AdbServer:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         try:
-            adbutils.AdbClient(host="127.0.0.1", port=port).server_version()
-            return AdbServer(port=port, home=home, proc=proc, env=env)
+            # adbutils answers a refused connection by running `adb start-server` on the default
+            # port, which outlives the test: ask it only once the server listens
+            if _listening(port):
+                adbutils.AdbClient(host="127.0.0.1", port=port).server_version()
+                return AdbServer(port=port, home=home, proc=proc, env=env)
         except (adbutils.AdbError, OSError):
-            if proc.poll() is not None:
-                raise RuntimeError(f"adb server exited with {proc.returncode}") from None
-            time.sleep(0.05)
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"adb server exited with {proc.returncode}") from None
+        time.sleep(0.05)
     proc.kill()
     proc.wait()
     raise RuntimeError("adb server did not start")
