@@ -47,6 +47,7 @@ from ..contracts import (
     utcnow,
 )
 from ..errors import ExecutorError, MemoryStoreError, PlannerError, PlannerOutputError, UsageError
+from ..handoff import review_handoff
 from ..trace import TraceWriter
 from .base import (
     ChatMessage,
@@ -162,8 +163,11 @@ class Session:
         evidence: Sequence[str] = (),
         preloaded: Sequence[str] = (),
         gate_history: Sequence[Step] = (),
+        subagent_verifier: Verifier | None = None,
     ) -> None:
         self.planner = planner
+        self.subagent_verifier = subagent_verifier
+        """Judges each sub-agent's episode; a hand-off it rejects is not confirmed to the parent."""
         self.prior = list(prior)
         """Earlier conversation shown before the request (e.g. a bare planner's memories as raw
         history); the caller fits it to its budget. Sub-agents do not inherit it."""
@@ -295,7 +299,7 @@ class Session:
             memory=self.memory,
             skills=None,
             confirm=self.confirm,
-            verifier=None,
+            verifier=self.subagent_verifier,
             tools=names,
             trace_dir=None,
             eta_version=self.eta_version,
@@ -303,6 +307,7 @@ class Session:
             gates=gates,
             actions=self.actions,
             gate_history=[*self.gate_history, *history],
+            subagent_verifier=self.subagent_verifier,
         )
 
 
@@ -364,7 +369,7 @@ def _artifacts(episode: Episode) -> dict[str, str]:
             found[name] = str(value)
     for step in episode.steps:
         for grandchild in step.children:
-            if grandchild.stop_reason == "finish":
+            if review_handoff(grandchild).confirmed:
                 found.update({k: v for k, v in _artifacts(grandchild).items() if k not in found})
     return found
 
@@ -384,6 +389,8 @@ class _RunState:
         self.kinds = session.kinds()
         if not self.kinds:
             raise UsageError("no action kind is offered to the planner")
+        self.offered = self.kinds
+        """The kinds offered in the current step (the guards narrow them): routing accepts no other."""
         for name in session.preloaded:
             self._apply_skill(name, gates=False)
         self.assembler = ContextAssembler(self.cfg.budget, session.planner.count_tokens)
@@ -470,6 +477,7 @@ class _RunState:
                 # the planner repeated what it had just done: this step it must conclude
                 kinds = tuple(k for k in kinds if k not in ("tool_call", "delegate"))
                 self.stuck = False
+            self.offered = kinds  # enforced in _route too: a planner need not have honoured it
             plan_request = PlanRequest(
                 messages=messages, tools=list(self.tools.values()), kinds=kinds, skills=self._loadable()
             )
@@ -583,7 +591,7 @@ class _RunState:
     # ---------------------------------------------------------------- routing
 
     async def _route(self, action: Action, index: int) -> _Outcome:
-        if action.kind not in self.kinds:
+        if action.kind not in self.offered:
             return _Outcome(results=[ToolResult.failure("not_allowed", f"{action.kind} is not available here")])
         if isinstance(action, ToolCallAction):
             return await self._tool_calls(action)
@@ -1019,7 +1027,9 @@ class _RunState:
         """Run a sub-agent to its stop and feed back only a confirmed result.
 
         The parent awaits the child, so it cannot act before the child has stopped; the
-        result counts as confirmed only when the child stopped with a finish. Artifacts (ids,
+        result counts as confirmed only when the child stopped with a finish, its
+        state-changing calls took effect and its verifier passed (see
+        :mod:`pocketpilot.handoff`): a denied call reaches the parent as denied. Artifacts (ids,
         file names) the child's tool results returned are surfaced explicitly, and only for a
         confirmed result: an unconfirmed child's products must not be acted upon.
         """
@@ -1036,7 +1046,8 @@ class _RunState:
         if action.artifacts:
             instruction += "\nArtifacts: " + json.dumps(action.artifacts, ensure_ascii=False)
         episode = await child.run(instruction)
-        confirmed = episode.stop_reason == "finish"
+        handoff = review_handoff(episode)
+        confirmed = handoff.confirmed
         final = episode.final_action
         data: dict[str, Any] = {
             "confirmed": confirmed,
@@ -1047,6 +1058,11 @@ class _RunState:
         }
         if isinstance(final, Finish):
             data["summary"] = final.summary
+        for key, calls in (("denied", handoff.denied), ("failed", handoff.failed)):
+            if calls:
+                data[key] = [c.model_dump() for c in calls]
+        if handoff.verified is not None:
+            data["verified"] = handoff.verified
         notices: list[str] = []
         if self.stuck:
             notices.append(
@@ -1063,9 +1079,12 @@ class _RunState:
             result = ToolResult.success(data)
         else:
             notices.append("The sub-agent's result is not confirmed: do not act on it; retry, take another route, or ask_user.")
-            result = ToolResult.failure(
-                "subagent_unconfirmed", f"sub-agent stopped with {episode.stop_reason}: {episode.stop_detail}", data
-            )
+            if handoff.denied:
+                notices.append(
+                    "A call that was denied confirmation stays denied: delegating it again or reaching it another "
+                    "way needs the user's confirmation too; ask_user if the request still needs it."
+                )
+            result = ToolResult.failure(handoff.code, handoff.reason(episode.stop_detail), data)
         return _Outcome(results=[result], notices=notices, children=[episode])
 
     # ---------------------------------------------------------------- end

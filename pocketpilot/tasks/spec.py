@@ -214,7 +214,10 @@ class AnswerCriterion(_Criterion):
 
 
 class DelegateCriterion(_Criterion):
-    """A ``delegate`` action whose sub-agent finished (confirmed) with matching instruction/artifacts.
+    """A ``delegate`` action whose sub-agent's hand-off was confirmed, with matching instruction/artifacts.
+
+    Confirmed as the harness judges it (:func:`pocketpilot.handoff.review_handoff`): the child
+    finished and none of its state-changing calls was denied or failed.
 
     ``artifacts`` match as a subset (values by case-insensitive containment); ``artifact_values``
     must each appear in some artifact whatever its key, so a task can require that an id
@@ -281,7 +284,7 @@ class DelegateStep(_Spec):
     tools: list[str] = Field(default_factory=list, max_length=16)
     artifacts: dict[str, str] = Field(default_factory=dict)
     steps: list[OracleStep] = Field(min_length=1)
-    """The sub-agent's run; it must end with finish for the delegation to be confirmed."""
+    """The sub-agent's run; it must end with finish, its calls succeeding, for the delegation to be confirmed."""
 
     @model_validator(mode="after")
     def _ends(self) -> DelegateStep:

@@ -22,6 +22,7 @@ from ..contracts import (
     Verdict,
 )
 from ..executor.sandbox import MISSING, PhoneState, diff_states, resolve_path
+from ..handoff import review_handoff
 from .spec import (
     AnswerCriterion,
     CallCriterion,
@@ -257,7 +258,9 @@ def _delegated(c: DelegateCriterion, episode: Episode) -> CriterionResult:
         if not isinstance(step.action, Delegate):
             continue
         child = step.children[0] if step.children else None
-        confirmed = child is not None and child.stop_reason == "finish"
+        # the harness's own judgement of the hand-off: a child that finished after a denied or
+        # failed call did not do the work, whatever its finish says
+        confirmed = child is not None and review_handoff(child).confirmed
         ok_instr = c.instruction is None or c.instruction.lower() in step.action.instruction.lower()
         values = [v.lower() for v in step.action.artifacts.values()]
         ok_art = matches(step.action.artifacts, c.artifacts) and all(

@@ -103,9 +103,10 @@ def start_adb_server(tmp: Path) -> AdbServer:
             PinnedAdbClient(host="127.0.0.1", port=port).server_version()
             return AdbServer(port=port, home=home, proc=proc, env=env)
         except (adbutils.AdbError, OSError):
-            if proc.poll() is not None:
-                raise RuntimeError(f"adb server exited with {proc.returncode}") from None
-            time.sleep(0.05)
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"adb server exited with {proc.returncode}") from None
+        time.sleep(0.05)
     proc.kill()
     proc.wait()
     raise RuntimeError("adb server did not start")

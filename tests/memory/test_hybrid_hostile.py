@@ -46,4 +46,6 @@ def test_no_cross_owner_leakage_in_bit_scan(bit_store, svc, svc_bob, mode):
     for query in ("bank PIN", "PIN 8810", "sister Maria birthday March 4", "14 Oak Street", "copy"):
         for k in (1, 10, 50):
             hits = bit_store.search(svc, query, k=k, mode=mode)
+            if query != "copy":  # alice's own fact answers the others: an empty answer would prove nothing
+                assert hits, (query, k)
             assert all(h.item.owner == "alice" and "(copy" not in h.item.content for h in hits)

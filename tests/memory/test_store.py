@@ -14,9 +14,11 @@ def cand(content, tier="episodic", source="user_statement", **kw):
 
 
 def test_write_get_roundtrip_with_provenance(kw_store, svc):
-    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    # observed an hour east of UTC, days before the write: the store must keep this instant, not "now"
+    three_days_ago = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=3)
+    when = three_days_ago.astimezone(timezone(timedelta(hours=1)))
     res = kw_store.write(svc, cand("Alice prefers dark mode", tier="user", category="preference",
-                                   prov={"session_id": "s1", "step": 3, "observed_at": datetime.now(timezone.utc),
+                                   prov={"session_id": "s1", "step": 3, "observed_at": when,
                                          "evidence": "episode:e1/step:3"}))
     assert res.status == "active" and res.tier == "user"
     item = kw_store.get(svc, res.id)
@@ -24,7 +26,9 @@ def test_write_get_roundtrip_with_provenance(kw_store, svc):
     assert item.provenance.source == "user_statement" and item.provenance.session_id == "s1"
     assert item.provenance.step == 3 and item.provenance.evidence == "episode:e1/step:3"
     assert item.trust == pytest.approx(0.9)
-    assert when.tzinfo is not None
+    assert item.provenance.observed_at == when
+    assert item.provenance.observed_at.utcoffset() == timedelta(0)  # normalized to UTC
+    assert item.created_at > when
 
 
 @pytest.mark.parametrize("bad", ["", "   \n", "x" * 4001, "bin\x00ary", b"bytes", 42, "\ud800 lone surrogate"])

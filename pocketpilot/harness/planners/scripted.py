@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from ...contracts import ACTION_ADAPTER, Action, PlannerInfo, PlannerTurn
 from ...errors import PlannerBackendError, PlannerOutputError
 from ..action_schema import parse_action
@@ -19,9 +21,22 @@ class ScriptedPlanner:
 
     Raw strings let tests feed malformed output through the same validation path a real
     model's text takes. Running past the end raises PlannerBackendError.
+
+    With ``validate=False`` an action is returned even when it names a tool or a kind this
+    step does not offer (a raw string must still be a well-formed action): a planner whose
+    output nobody constrained, such as a remote model without grammar, or one following an
+    injected instruction. The session's own checks then stand alone, and tests can show
+    they hold.
     """
 
-    def __init__(self, actions: Iterable[Action | dict[str, Any] | str], name: str = "scripted") -> None:
+    def __init__(
+        self,
+        actions: Iterable[Action | dict[str, Any] | str],
+        name: str = "scripted",
+        *,
+        validate: bool = True,
+    ) -> None:
+        self.validate = validate
         self._items: list[Action | str] = [
             ACTION_ADAPTER.validate_python(a) if isinstance(a, dict) else a for a in actions
         ]
@@ -53,7 +68,12 @@ class ScriptedPlanner:
         self._next += 1
         raw = item if isinstance(item, str) else json.dumps(item.model_dump(mode="json"))
         try:
-            action = parse_action(raw, request.tools, request.kinds)
+            if self.validate:
+                action = parse_action(raw, request.tools, request.kinds)
+            elif isinstance(item, str):
+                action = _parse_unchecked(raw)
+            else:
+                action = item
         except PlannerOutputError as exc:
             raise PlannerOutputError(raw, exc.reason, PlannerTurn(raw=raw, finish_reason="error")) from exc
         return PlannerOutput(action=action, turn=PlannerTurn(raw=raw, completion_tokens=self.count_tokens(raw)))
@@ -68,3 +88,11 @@ class ScriptedPlanner:
     def from_actions(cls, actions: Sequence[Action]) -> ScriptedPlanner:
         """Replay the actions of a recorded episode."""
         return cls(actions, name="replay")
+
+
+def _parse_unchecked(raw: str) -> Action:
+    """A well-formed action, whatever tools and kinds it names."""
+    try:
+        return ACTION_ADAPTER.validate_json(raw)
+    except ValidationError as exc:
+        raise PlannerOutputError(raw, f"not a valid action: {exc.errors()[0]['msg']}") from exc
