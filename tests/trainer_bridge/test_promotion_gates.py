@@ -166,3 +166,20 @@ def test_switch_checks_the_rule_before_loading_and_swaps_back_if_the_registry_re
     monkeypatch.undo()
     assert asyncio.run(switch.promote(gated.id, force_reason="hotfix")).forced == "hotfix"
     assert planner.loaded[-1] == gated.lora_path and reg.serving().id == gated.id  # type: ignore[union-attr]
+
+
+def test_cli_parity_failure_exits_2_with_one_line_and_keeps_serving(
+        base: Path, reg: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from pocketpilot.cli.main import main
+    from pocketpilot.trainer_bridge.checkpoints import importer
+
+    first = imp(base, reg, promote=True, force_reason="first model").version
+    monkeypatch.setattr(importer, "measure_parity", parity_measure(top1=0.4, kl=1.7))
+    other = write_tiny_model(tmp_path / "trainer" / "other.gguf", dim=64)
+    with pytest.raises(SystemExit) as exc:
+        main(["checkpoint", "import", str(other), "--registry", str(reg.root)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error: parity gate failed: top-1 agreement 0.400")
+    assert len(err.strip().splitlines()) == 1
+    assert reg.serving() == reg.get(first.id) and reg.versions()[-1].state == "rejected"
