@@ -26,8 +26,10 @@ __all__ = ["checkpoint"]
 
 checkpoint = click.Group("checkpoint", help="Import, gate, list and roll back trained GGUF checkpoints.")
 
+
 def _force_options(fn):  # type: ignore[no-untyped-def]
-    fn = click.option("--reason", default=None, help="Why --force is needed (required with it; kept in the registry).")(fn)
+    fn = click.option("--reason", default=None,
+                      help="Why --force is needed (required with it; kept in the registry).")(fn)
     fn = click.option("--force", is_flag=True, help="Serve it even if a gate failed or could not run.")(fn)
     return fn
 
@@ -62,7 +64,7 @@ def _registry(registry_dir: str | None) -> Registry:
 @click.option("--min-top1", type=float, default=ParityBounds().min_top1_agreement, show_default=True)
 @click.option("--max-kl", type=float, default=ParityBounds().max_mean_kl, show_default=True)
 @click.option("--dev-tasks", type=click.IntRange(0), default=5, show_default=True,
-              help="Dev-split tasks for the no-regression gate (0 skips it).")
+              help="Dev-split tasks for the no-regression gate (0 skips it; then only --force promotes).")
 @click.option("--max-regression", type=float, default=0.0, show_default=True)
 @click.option("--promote/--no-promote", default=True, show_default=True, help="Serve it once every gate passed.")
 @_force_options

@@ -29,7 +29,8 @@ from .trace import trace
 __all__ = ["cli", "main"]
 
 
-@click.group(cls=ErrorMappingGroup, help="pocketpilot: run mobile planner agents on the sandbox phone, devices and traces.")
+@click.group(cls=ErrorMappingGroup,
+             help="pocketpilot: run mobile planner agents on the sandbox phone, devices and traces.")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="pocketpilot")
 def cli(verbose: int) -> None:

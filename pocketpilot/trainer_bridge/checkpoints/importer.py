@@ -30,7 +30,13 @@ from ...model_store import ModelStore, file_sha256
 from ...tasks import TaskSpec
 from .compat import check_compatible
 from .devgate import DevGateReport, Evaluator, dev_gate, llama_evaluator, run_dev_gate
-from .errors import CheckpointError, CheckpointIntegrityError, GateFailedError, PromotionRefusedError, QuantizeError
+from .errors import (
+    CheckpointError,
+    CheckpointIntegrityError,
+    GateFailedError,
+    PromotionRefusedError,
+    QuantizeError,
+)
 from .gguf_info import GgufInfo, read_gguf_info
 from .parity import (
     DEFAULT_PROBES,

@@ -11,7 +11,8 @@ target). ``history`` lists the versions that served, in order: rollback steps ba
 
 Every way onto the serving pointer (``promote``, ``rollback``) re-hashes the version's files
 first, and a version that never served must pass :mod:`.promotion`'s rule; a rollback only
-goes back to a version that served before, (``retired``), so it cannot smuggle in an ungated candidate.
+goes back to a version that served before (``retired``), so it cannot smuggle in an ungated
+candidate.
 """
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ class Registry:
             if blockers:
                 if reason is None:
                     raise PromotionRefusedError(version_id, blockers)
-                changes.update(forced=reason, note="; ".join(filter(None, [v.note, "forced over: " + "; ".join(blockers)])))
+                overridden = "forced over: " + "; ".join(blockers)
+                changes.update(forced=reason, note=f"{v.note}; {overridden}" if v.note else overridden)
             if current is not None:
                 self._set(data, current.id, state="retired")
             new = self._set(data, version_id, **changes)

@@ -57,12 +57,17 @@ class ServingSwitch:
                     await _swap(planner, old)
             raise
 
-    async def _switch(self, new: ModelVersion, old: ModelVersion | None, record: Callable[[], ModelVersion]) -> ModelVersion:
+    async def _switch(self, new: ModelVersion, old: ModelVersion | None,
+                      record: Callable[[], ModelVersion]) -> ModelVersion:
+        """Swap the planners, then let the registry record it (re-hashing off the loop); undo if it refuses."""
         await self._swap_all(new, old)
+        recorded = asyncio.ensure_future(asyncio.to_thread(record))
         try:
-            return record()
+            return await asyncio.shield(recorded)
         except BaseException:
-            if old is not None:
+            if not recorded.done():  # cancelled mid-write: see where the registry ends up first
+                await asyncio.wait({recorded})
+            if (recorded.cancelled() or recorded.exception() is not None) and old is not None:
                 await self._swap_all(old, None)
             raise
 
