@@ -75,6 +75,24 @@ def test_a_multi_line_message_prints_as_one_line() -> None:
     assert res.output == "error: schema 7 is newer than this build upgrade pocketpilot or restore a backup\n"
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="ExceptionGroup is a builtin from 3.11")
+def test_typed_errors_wrapped_by_a_task_group_are_mapped_and_others_are_not() -> None:
+    root = ErrorMappingGroup("root")
+
+    @root.command("typed")
+    def typed() -> None:
+        raise ExceptionGroup("rollouts", [MemorySchemaError("store a is corrupt"), MemorySchemaError("store b too")])
+
+    @root.command("mixed")
+    def mixed() -> None:
+        raise ExceptionGroup("rollouts", [MemorySchemaError("store a is corrupt"), ZeroDivisionError("bug")])
+
+    res = CliRunner().invoke(root, ["typed"])
+    assert res.exit_code == 2 and res.output == "error: store a is corrupt\n"
+    res = CliRunner().invoke(root, ["mixed"])
+    assert res.exit_code == 1 and isinstance(res.exception, ExceptionGroup)  # a bug still shows as one
+
+
 def test_click_usage_errors_keep_their_own_handling() -> None:
     @click.command()
     @click.option("--n", type=int)
