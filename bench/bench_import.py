@@ -44,7 +44,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pp-bench-import-") as tmp:
         reg = Registry(Path(tmp))
         t0 = time.monotonic()
-        asyncio.run(import_checkpoint(model, ImportOptions(promote=True), registry=reg))
+        bootstrap_opts = ImportOptions(promote=True, force_reason="bench bootstrap: nothing serves yet")
+        asyncio.run(import_checkpoint(model, bootstrap_opts, registry=reg))
         bootstrap = time.monotonic() - t0
         opts = ImportOptions(
             quantize=args.quantize, probes=DEFAULT_PROBES[: args.probes], dev_tasks=dev, promote=True,

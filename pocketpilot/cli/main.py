@@ -1,4 +1,8 @@
-"""The `pocketpilot` command: user errors print one line (no traceback) and exit 2."""
+"""The `pocketpilot` command: user errors print one line (no traceback) and exit 2.
+
+The root group maps every typed error a command raises (:mod:`._errors`); ``main`` keeps a
+backstop for the few raised before any command runs.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import sys
 import click
 
 from ..errors import PocketPilotError
+from ._errors import ErrorMappingGroup, one_line
 from .adapter import adapter
 from .bench import bench
 from .checkpoint import checkpoint
@@ -24,7 +29,8 @@ from .trace import trace
 __all__ = ["cli", "main"]
 
 
-@click.group(help="pocketpilot: run mobile planner agents on the sandbox phone, devices and traces.")
+@click.group(cls=ErrorMappingGroup,
+             help="pocketpilot: run mobile planner agents on the sandbox phone, devices and traces.")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="pocketpilot")
 def cli(verbose: int) -> None:
@@ -49,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except PocketPilotError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {one_line(exc)}", err=True)
         sys.exit(2)
 
 

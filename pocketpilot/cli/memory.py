@@ -15,12 +15,18 @@ from typing import Any
 
 import click
 
+from ._errors import CliError, ErrorMappingGroup, one_line
+
 __all__ = ["memory"]
 
 
 @contextlib.contextmanager
 def _open(db: str, service_token: str, admin_token: str, keyword_only: bool) -> Iterator[Any]:
-    """The store, closed on exit; pocketpilot errors become one-line CLI errors (exit 1), not tracebacks."""
+    """The store, closed on exit.
+
+    Typed errors propagate to the group, which prints them as one line with exit 2 (they were
+    turned into ``click.ClickException`` here once, which made them exit 1 and escape that).
+    """
     from ..errors import PocketPilotError
     from ..memory import AccessPolicy, SqliteMemory, load_default_embedder
 
@@ -29,8 +35,10 @@ def _open(db: str, service_token: str, admin_token: str, keyword_only: bool) -> 
         embedder = None if keyword_only else load_default_embedder()
         with SqliteMemory(db, policy, embedder=embedder) as store:
             yield store
-    except (PocketPilotError, ValueError) as exc:
-        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+    except PocketPilotError:
+        raise
+    except ValueError as exc:  # a backend's own complaint about the input
+        raise CliError(one_line(exc)) from exc
 
 
 def _store_options(fn):  # type: ignore[no-untyped-def]
@@ -42,7 +50,7 @@ def _store_options(fn):  # type: ignore[no-untyped-def]
     return fn
 
 
-memory = click.Group("memory", help="Build the embedder and inspect, export or delete memory stores.")
+memory = ErrorMappingGroup("memory", help="Build the embedder and inspect, export or delete memory stores.")
 
 
 @memory.command("build-embedder")

@@ -20,6 +20,9 @@ from pocketpilot.trainer_bridge.checkpoints import (
     GateFailedError,
     ImportOptions,
     ModelTarget,
+    ParityBounds,
+    ParityReport,
+    PromotionRefusedError,
     Registry,
     RegistryError,
     ServingSwitch,
@@ -40,6 +43,24 @@ def scripted_evaluator(fail_adapters: bool) -> object:
         return SuiteReport(planner={"target": target.describe()}, outcomes=outcomes)
 
     return evaluate
+
+
+def parity_measure(top1: float = 0.97, kl: float = 0.02, calls: list | None = None) -> object:
+    """A parity measurement that reports fixed figures and records what it compared."""
+
+    def measure(deployable: ModelTarget, reference: ModelTarget, prompts: Sequence[str], *,
+                bounds: ParityBounds | None = None) -> ParityReport:
+        b = bounds or ParityBounds()
+        if calls is not None:
+            calls.append((deployable, reference))
+        return ParityReport(deployable=deployable.describe(), reference=reference.describe(), prompts=len(prompts),
+                            positions=10 * len(prompts), top1_agreement=top1, mean_kl=kl, max_kl=3 * kl, wall_s=0.0,
+                            bounds=b, passed=b.admits(top1, kl))
+
+    return measure
+
+
+BOOT = "bootstrap: nothing to compare with yet"
 
 
 @pytest.fixture
@@ -65,15 +86,20 @@ def imp(path: Path, reg: Registry, **kw: object) -> object:
 
 
 def test_first_model_then_adapter_pass_dev_gate_and_serve(files: dict[str, Path], reg: Registry) -> None:
-    first = imp(files["base"], reg, promote=True)
+    first = imp(files["base"], reg, promote=True, force_reason=BOOT)
     assert first.version.state == "serving" and first.dev is None and first.parity is None
-    assert any("nothing is serving" in s for s in first.skipped)
+    assert first.version.forced == BOOT and reg.get(first.version.id).forced == BOOT
+    assert any("nothing to compare with" in s for s in first.skipped)
     stored = Path(first.version.model_path)
     assert stored.parent == reg.files and stored.read_bytes() == files["base"].read_bytes()
 
-    second = imp(files["lora"], reg, dev_tasks=DEV, evaluate=scripted_evaluator(False), promote=True)
+    calls: list = []
+    second = imp(files["lora"], reg, dev_tasks=DEV, evaluate=scripted_evaluator(False),
+                 measure=parity_measure(calls=calls), promote=True)
     v = second.version
-    assert v.kind == "adapter" and v.state == "serving" and v.parent == first.version.id
+    assert v.kind == "adapter" and v.state == "serving" and v.parent == first.version.id and v.forced is None
+    # without --reference, parity compares base + adapter with the base itself
+    assert calls == [(ModelTarget(stored, Path(v.lora_path or "")), ModelTarget(stored))]
     assert v.model_path == first.version.model_path and Path(v.lora_path or "").is_file()
     assert second.dev is not None and second.dev.candidate_success_rate == 1.0 == second.dev.serving_success_rate
     assert reg.get(first.version.id).state == "retired"
@@ -81,9 +107,10 @@ def test_first_model_then_adapter_pass_dev_gate_and_serve(files: dict[str, Path]
 
 
 def test_regression_on_dev_rejects_and_keeps_serving(files: dict[str, Path], reg: Registry) -> None:
-    base = imp(files["base"], reg, promote=True).version
+    base = imp(files["base"], reg, promote=True, force_reason=BOOT).version
     with pytest.raises(GateFailedError, match=r"dev gate failed: success \d+% < serving 100%") as exc:
-        imp(files["lora"], reg, dev_tasks=DEV, evaluate=scripted_evaluator(True), promote=True)
+        imp(files["lora"], reg, dev_tasks=DEV, evaluate=scripted_evaluator(True), measure=parity_measure(),
+            promote=True)
     report = exc.value.report
     assert report.candidate_success_rate < 1.0 and report.serving_failed == []
     assert report.candidate_failed and set(report.candidate_failed) <= {t.id for t in DEV}
@@ -97,10 +124,10 @@ def test_regression_on_dev_rejects_and_keeps_serving(files: dict[str, Path], reg
 
 def test_wrong_architecture_tampered_and_truncated_never_register(files: dict[str, Path], reg: Registry,
                                                                    tmp_path: Path) -> None:
-    base = imp(files["base"], reg, promote=True).version
+    base = imp(files["base"], reg, promote=True, force_reason=BOOT).version
     with pytest.raises(CheckpointMismatchError, match="architecture 'llama' != base 'qwen2'"):
         imp(files["llama_lora"], reg)
-    good_sha = imp(files["lora"], reg).version.source_sha256
+    good_sha = imp(files["lora"], reg, measure=parity_measure()).version.source_sha256
     tampered = tmp_path / "tampered.gguf"
     data = bytearray(files["lora2"].read_bytes())
     data[-10] ^= 0xFF
@@ -117,11 +144,11 @@ def test_wrong_architecture_tampered_and_truncated_never_register(files: dict[st
 
 
 def test_rollback_walks_history_and_refuses_tampered_files(files: dict[str, Path], reg: Registry) -> None:
-    v1 = imp(files["base"], reg, promote=True).version
+    v1 = imp(files["base"], reg, promote=True, force_reason=BOOT).version
     with pytest.raises(RegistryError, match="nothing to roll back to"):
         reg.rollback()
-    v2 = imp(files["lora"], reg, promote=True).version
-    v3 = imp(files["lora2"], reg, promote=True).version
+    v2 = imp(files["lora"], reg, promote=True, force_reason="no dev tasks", measure=parity_measure()).version
+    v3 = imp(files["lora2"], reg, promote=True, force_reason="no dev tasks", measure=parity_measure()).version
     assert reg.rollback().id == v2.id
     assert reg.get(v3.id).state == "retired" and "rolled back" in reg.get(v3.id).note
     # tamper with v1's stored file: rolling back to it is refused, v2 keeps serving
@@ -153,8 +180,8 @@ class FakePlanner:
 
 
 def test_switch_swaps_all_planners_or_none(files: dict[str, Path], reg: Registry) -> None:
-    v1 = imp(files["base"], reg, promote=True).version
-    v2 = imp(files["lora"], reg).version
+    v1 = imp(files["base"], reg, promote=True, force_reason=BOOT).version
+    v2 = imp(files["lora"], reg, measure=parity_measure(), dev_tasks=DEV[:1], evaluate=scripted_evaluator(False)).version
     ok, bad = FakePlanner(), FakePlanner(fail_on="lora.gguf")
     switch = ServingSwitch(reg, [ok, bad])
     with pytest.raises(CheckpointIntegrityError):
@@ -166,21 +193,34 @@ def test_switch_swaps_all_planners_or_none(files: dict[str, Path], reg: Registry
     assert asyncio.run(switch.rollback()).id == v1.id and ok.loaded[-1] == v1.model_path
 
 
-def test_cli_import_list_rollback(files: dict[str, Path], tmp_path: Path) -> None:
+def test_cli_import_list_rollback(files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pocketpilot.trainer_bridge.checkpoints import importer
+
+    monkeypatch.setattr(importer, "measure_parity", parity_measure())  # the tiny files do not run in llama.cpp
     root = str(tmp_path / "cli-registry")
     runner = CliRunner()
-    r = runner.invoke(checkpoint, ["import", str(files["base"]), "--registry", root, "--dev-tasks", "0"])
+    r = runner.invoke(checkpoint, ["import", str(files["base"]), "--registry", root, "--dev-tasks", "0",
+                                   "--force", "--reason", "first model"])
     assert r.exit_code == 0, r.output
-    assert "v1: model base.gguf" in r.output and "-> serving" in r.output
+    assert "v1: model base.gguf" in r.output and "-> serving (forced: first model)" in r.output
     r = runner.invoke(checkpoint, ["import", str(files["lora"]), "--registry", root, "--dev-tasks", "0"])
-    assert "v2: adapter" in r.output and "-> serving" in r.output
+    assert isinstance(r.exception, PromotionRefusedError) and "the dev gate did not run (no dev tasks)" in str(r.exception)
+    r = runner.invoke(checkpoint, ["promote", "v2", "--registry", root])
+    assert isinstance(r.exception, PromotionRefusedError)
+    r = runner.invoke(checkpoint, ["promote", "v2", "--force", "--registry", root])
+    assert r.exit_code == 2 and "--force needs --reason" in r.output
+    r = runner.invoke(checkpoint, ["promote", "v2", "--force", "--reason", "dev set run by hand", "--registry", root])
+    assert r.exit_code == 0 and "serving v2 (forced: dev set run by hand)" in r.output
     r = runner.invoke(checkpoint, ["list", "--json", "--registry", root])
     data = json.loads(r.output)
     assert [v["state"] for v in data["versions"]] == ["retired", "serving"] and data["history"] == ["v1", "v2"]
+    assert data["versions"][1]["forced"] == "dev set run by hand"
+    listed = runner.invoke(checkpoint, ["list", "--registry", root]).output.splitlines()
+    assert "forced: first model" in listed[0] and "forced: dev set run by hand" in listed[1]
     r = runner.invoke(checkpoint, ["rollback", "--registry", root])
     assert r.exit_code == 0 and "serving v1" in r.output
-    r = runner.invoke(checkpoint, ["import", str(files["llama_lora"]), "--registry", root])
-    assert isinstance(r.exception, CheckpointMismatchError)
+    r = runner.invoke(checkpoint, ["import", str(files["llama_lora"]), "--registry", root, "--force", "--reason", "x"])
+    assert isinstance(r.exception, CheckpointMismatchError)  # no reason overrides a mismatch
     assert "serving" in runner.invoke(checkpoint, ["list", "--registry", root]).output.splitlines()[0]
 
 
@@ -188,14 +228,14 @@ def test_file_changed_during_import_and_rejected_promotion(files: dict[str, Path
                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pocketpilot.trainer_bridge.checkpoints import importer
 
-    v1 = imp(files["base"], reg, promote=True).version
+    v1 = imp(files["base"], reg, promote=True, force_reason=BOOT).version
     swapped_in = write_tiny_model(tmp_path / "other.gguf", tokens=[f"y{i}" for i in range(64)])
     monkeypatch.setattr(importer, "store_file", lambda src, d, sha=None: (swapped_in, "0" * 64))
     with pytest.raises(CheckpointIntegrityError, match="changed while it was being imported"):
         imp(files["base"], reg)
     monkeypatch.undo()
     with pytest.raises(GateFailedError):
-        imp(files["lora"], reg, dev_tasks=DEV, evaluate=scripted_evaluator(True))
+        imp(files["lora"], reg, dev_tasks=DEV, evaluate=scripted_evaluator(True), measure=parity_measure())
     rejected = reg.versions()[-1]
     planner = FakePlanner()
     with pytest.raises(RegistryError, match="was rejected"):

@@ -7,6 +7,7 @@ from .errors import (
     CheckpointIntegrityError,
     CheckpointMismatchError,
     GateFailedError,
+    PromotionRefusedError,
     QuantizeError,
     RegistryError,
 )
@@ -17,11 +18,13 @@ from .parity import (
     DEFAULT_PROBES,
     ModelTarget,
     ParityBounds,
+    ParityMeasure,
     ParityReport,
     compare_logits,
     measure_parity,
     parity_gate,
 )
+from .promotion import REQUIRED_GATES, promotion_blockers
 from .quantize import QUANT_TYPES, quantize_gguf
 from .registry import ModelVersion, Registry, VersionState
 from .swap import ServingSwitch, SwappablePlanner
@@ -29,6 +32,7 @@ from .swap import ServingSwitch, SwappablePlanner
 __all__ = [
     "DEFAULT_PROBES",
     "QUANT_TYPES",
+    "REQUIRED_GATES",
     "CheckpointError",
     "CheckpointIntegrityError",
     "CheckpointMismatchError",
@@ -41,7 +45,9 @@ __all__ = [
     "ModelTarget",
     "ModelVersion",
     "ParityBounds",
+    "ParityMeasure",
     "ParityReport",
+    "PromotionRefusedError",
     "QuantizeError",
     "Registry",
     "RegistryError",
@@ -57,6 +63,7 @@ __all__ = [
     "llama_evaluator",
     "measure_parity",
     "parity_gate",
+    "promotion_blockers",
     "quantize_gguf",
     "read_gguf_info",
     "run_dev_gate",

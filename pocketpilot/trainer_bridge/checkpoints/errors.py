@@ -9,6 +9,7 @@ They hang off the package's root tree so the CLI maps every one to a one-line me
         └── CheckpointError
             ├── CheckpointMismatchError    architecture / tokenizer / tensor shape vs the base
             ├── GateFailedError            the parity or dev-set gate said no
+            ├── PromotionRefusedError      a gate did not run or did not pass, and no --force reason
             ├── QuantizeError              llama.cpp quantization failed
             └── RegistryError              unknown version, nothing to roll back, bad registry file
 """
@@ -22,6 +23,7 @@ __all__ = [
     "CheckpointIntegrityError",
     "CheckpointMismatchError",
     "GateFailedError",
+    "PromotionRefusedError",
     "QuantizeError",
     "RegistryError",
 ]
@@ -49,6 +51,20 @@ class GateFailedError(CheckpointError):
     def __init__(self, gate: str, reason: str, report: object = None) -> None:
         super().__init__(f"{gate} gate failed: {reason}")
         self.gate, self.reason, self.report = gate, reason, report
+
+
+class PromotionRefusedError(CheckpointError):
+    """The version may not serve: a gate did not run or did not pass, and no reason forced it.
+
+    Unlike :class:`GateFailedError` nothing measured a regression, so the version stays a
+    ``candidate`` and can be promoted once its gates pass (or with a recorded reason).
+    """
+
+    def __init__(self, version_id: str, blockers: list[str]) -> None:
+        super().__init__(
+            f"{version_id} is not promoted ({'; '.join(blockers)}): run the gates, or give --force --reason TEXT"
+        )
+        self.version_id, self.blockers = version_id, blockers
 
 
 class QuantizeError(CheckpointError):

@@ -4,6 +4,13 @@ Nothing here touches the version serving now: a file that fails a check or a gat
 recorded as ``rejected`` (when it got far enough to be registered) and the call raises; the
 serving version and every running planner stay as they were. Promotion into running
 planners is :class:`~.swap.ServingSwitch`'s job.
+
+Both gates run by default. Without ``--reference`` or ``--quantize``, parity compares the
+candidate with the base it claims to derive from: a fine-tune moves the next-token
+distributions a little, a different model that merely shares the tokenizer (a larger
+sibling) moves them a lot, and the dev-set gate alone would wave it through if it scores
+well. A gate that cannot run (no base, no dev tasks) leaves the version a candidate; only a
+``force_reason`` promotes over it, and the registry keeps that reason.
 """
 
 from __future__ import annotations
@@ -17,15 +24,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import PocketPilotError
+from ...errors import PocketPilotError, UsageError
 from ...harness.planners.llama_cpp import quant_type_name
 from ...model_store import ModelStore, file_sha256
 from ...tasks import TaskSpec
 from .compat import check_compatible
 from .devgate import DevGateReport, Evaluator, dev_gate, llama_evaluator, run_dev_gate
-from .errors import CheckpointError, CheckpointIntegrityError, GateFailedError, QuantizeError
+from .errors import (
+    CheckpointError,
+    CheckpointIntegrityError,
+    GateFailedError,
+    PromotionRefusedError,
+    QuantizeError,
+)
 from .gguf_info import GgufInfo, read_gguf_info
-from .parity import DEFAULT_PROBES, ModelTarget, ParityBounds, ParityReport, measure_parity, parity_gate
+from .parity import (
+    DEFAULT_PROBES,
+    ModelTarget,
+    ParityBounds,
+    ParityMeasure,
+    ParityReport,
+    measure_parity,
+    parity_gate,
+)
+from .promotion import check_force_reason
 from .quantize import quantize_gguf
 from .registry import ModelVersion, Registry
 
@@ -42,15 +64,23 @@ class ImportOptions:
     """Catalogue name or GGUF path of the base; default: the serving version's model."""
     quantize: str | None = None
     reference: Path | None = None
-    """Parity reference model; with an adapter, the adapter is applied to it too."""
+    """Parity reference model; with an adapter, the adapter is applied to it too.
+
+    Default: the unquantized FILE with ``quantize``, else the base model."""
     expected_sha256: str | None = None
     """The trainer's recorded sha256 of FILE: a mismatch means tampering or corruption."""
     parity_bounds: ParityBounds = ParityBounds()
     probes: Sequence[str] = DEFAULT_PROBES
+    measure: ParityMeasure | None = None
+    """None: :func:`~.parity.measure_parity` (llama.cpp, the runtime that will serve the file)."""
     dev_tasks: Sequence[TaskSpec] = ()
     evaluate: Evaluator = llama_evaluator
     max_regression: float = 0.0
     promote: bool = False
+    force_reason: str | None = None
+    """With ``promote``: serve it even if a gate failed or could not run, recording this reason.
+
+    Integrity and the fit to the base are never overridden."""
 
 
 @dataclass(frozen=True)
@@ -114,9 +144,12 @@ async def import_checkpoint(
         CheckpointIntegrityError: truncated, corrupt or tampered file (nothing registered).
         CheckpointMismatchError: architecture/tokenizer/shape mismatch with the base (nothing registered).
         GateFailedError: a gate said no; the version is registered as ``rejected`` with the figures.
+        PromotionRefusedError: ``promote`` asked, but a gate could not run; it stays a ``candidate``.
         QuantizeError: quantization failed; no partial file is left.
     """
     opts = options or ImportOptions()
+    if check_force_reason(opts.force_reason) is not None and not opts.promote:
+        raise UsageError("a --force reason overrides the gates of a promotion: it needs --promote")
     reg = registry or Registry()
     src = Path(file)
     info = await asyncio.to_thread(read_gguf_info, src)
@@ -156,7 +189,9 @@ async def import_checkpoint(
     version = reg.add(version)
     logger.info("registered %s from %s as candidate", version.id, src)
     try:
-        return await _gate(version, stored, info, opts, reg, serving)
+        return await _gate(version, stored, opts, reg, serving, base_path)
+    except PromotionRefusedError:
+        raise  # nothing said no: it stays a candidate that passing gates or a reason can promote
     except GateFailedError as exc:
         reg.update(version.id, state="rejected", note=str(exc))
         raise
@@ -165,8 +200,9 @@ async def import_checkpoint(
         raise
 
 
-async def _gate(version: ModelVersion, stored: Path, info: GgufInfo, opts: ImportOptions, reg: Registry,
-                serving: ModelVersion | None) -> ImportResult:
+async def _gate(version: ModelVersion, stored: Path, opts: ImportOptions, reg: Registry,
+                serving: ModelVersion | None, base_path: Path | None) -> ImportResult:
+    forced = opts.force_reason is not None  # a failed gate is recorded, then overridden at promotion
     skipped: list[str] = []
     parity: ParityReport | None = None
     reference: ModelTarget | None = None
@@ -174,25 +210,30 @@ async def _gate(version: ModelVersion, stored: Path, info: GgufInfo, opts: Impor
         reference = ModelTarget(stored)
     elif opts.reference is not None:
         reference = ModelTarget(opts.reference, version.target.lora)
+    elif base_path is not None:
+        reference = ModelTarget(base_path)
     if reference is not None:
         parity = await asyncio.to_thread(
-            measure_parity, version.target, reference, list(opts.probes), bounds=opts.parity_bounds
+            opts.measure or measure_parity, version.target, reference, list(opts.probes), bounds=opts.parity_bounds
         )
         version = reg.update(version.id, gates={**version.gates, "parity": parity.model_dump(mode="json")})
-        parity_gate(parity)
+        if not forced:
+            parity_gate(parity)
     else:
-        skipped.append("parity: no reference (give --quantize or --reference)")
+        skipped.append("parity: nothing to compare with; give --base, --reference or --quantize")
     dev: DevGateReport | None = None
-    if serving is not None and opts.dev_tasks:
-        dev = await run_dev_gate(version.target, serving.target, list(opts.dev_tasks),
+    baseline = serving.target if serving is not None else ModelTarget(base_path) if base_path is not None else None
+    if baseline is not None and opts.dev_tasks:
+        dev = await run_dev_gate(version.target, baseline, list(opts.dev_tasks),
                                  evaluate=opts.evaluate, max_regression=opts.max_regression)
         version = reg.update(version.id, gates={**version.gates, "dev": dev.model_dump(mode="json")})
-        dev_gate(dev)
+        if not forced:
+            dev_gate(dev)
     else:
-        skipped.append("dev: " + ("nothing is serving to compare with" if serving is None else "no dev tasks"))
+        skipped.append("dev: " + ("nothing to compare with; give --base" if baseline is None else "no dev tasks"))
     version = reg.update(version.id, gates={**version.gates, "skipped": skipped})
     if opts.promote:
-        version = reg.promote(version.id)
+        version = reg.promote(version.id, force_reason=opts.force_reason)
     return ImportResult(version=version, parity=parity, dev=dev, skipped=tuple(skipped))
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_PROBES",
     "ModelTarget",
     "ParityBounds",
+    "ParityMeasure",
     "ParityReport",
     "compare_logits",
     "measure_parity",
@@ -71,6 +72,10 @@ class ParityBounds(BaseModel):
     min_top1_agreement: float = 0.85
     max_mean_kl: float = 0.15
 
+    def admits(self, top1_agreement: float, mean_kl: float) -> bool:
+        """Whether figures measured against the reference pass."""
+        return top1_agreement >= self.min_top1_agreement and mean_kl <= self.max_mean_kl
+
 
 class ParityReport(BaseModel):
     """What the parity gate measured."""
@@ -87,6 +92,15 @@ class ParityReport(BaseModel):
     wall_s: float
     bounds: ParityBounds
     passed: bool
+
+
+class ParityMeasure(Protocol):
+    """How the import measures parity (:func:`measure_parity` runs llama.cpp; tests pass a cheap one)."""
+
+    def __call__(self, deployable: ModelTarget, reference: ModelTarget, prompts: Sequence[str], *,
+                 bounds: ParityBounds | None = None) -> ParityReport:
+        """Score ``prompts`` with both targets (blocking) and report against ``bounds``."""
+        ...
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -168,7 +182,7 @@ def measure_parity(
         max_kl=float(kl_all.max()),
         wall_s=time.monotonic() - t0,
         bounds=bounds,
-        passed=top1 >= bounds.min_top1_agreement and mean_kl <= bounds.max_mean_kl,
+        passed=bounds.admits(top1, mean_kl),
     )
     logger.info("parity %s vs %s: top1 %.3f, mean KL %.4f", report.deployable, report.reference, top1, mean_kl)
     return report

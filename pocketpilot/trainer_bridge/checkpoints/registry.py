@@ -8,6 +8,11 @@ the new registry, never half of one, and two CLI processes never interleave thei
 States: ``candidate`` (imported, gates pending or passed, not serving), ``serving`` (exactly
 one at a time), ``rejected`` (a gate or a check said no), ``retired`` (served once; rollback
 target). ``history`` lists the versions that served, in order: rollback steps back along it.
+
+Every way onto the serving pointer (``promote``, ``rollback``) re-hashes the version's files
+first, and a version that never served must pass :mod:`.promotion`'s rule; a rollback only
+goes back to a version that served before (``retired``), so it cannot smuggle in an ungated
+candidate.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...contracts import utcnow
 from ...model_store import file_sha256, pocketpilot_home
-from .errors import CheckpointIntegrityError, RegistryError
+from .errors import CheckpointIntegrityError, PromotionRefusedError, RegistryError
 from .parity import ModelTarget
+from .promotion import check_force_reason, promotion_blockers
 
 __all__ = ["ModelVersion", "Registry", "RegistryData", "VersionState"]
 
@@ -58,6 +64,8 @@ class ModelVersion(BaseModel):
     state: VersionState = "candidate"
     gates: dict[str, Any] = Field(default_factory=dict)
     note: str = ""
+    forced: str | None = None
+    """Why it serves although a gate did not pass or did not run (``--force --reason``)."""
     created_at: datetime = Field(default_factory=utcnow)
 
     @property
@@ -169,20 +177,56 @@ class Registry:
             data.versions[data.versions.index(v)] = new
         return new
 
-    def promote(self, version_id: str) -> ModelVersion:
-        """Make ``version_id`` the serving version (the previous one is retired)."""
+    def promotion_blockers(self, version_id: str) -> list[str]:
+        """Why ``version_id`` may not serve now (empty: it may); see :mod:`.promotion`."""
+        return self._blockers(self.get(version_id))
+
+    @staticmethod
+    def _blockers(v: ModelVersion) -> list[str]:
+        if v.state == "rejected":
+            return [f"it was rejected ({v.note})"]
+        if v.state in ("serving", "retired"):  # it served, so it was admitted when it first did
+            return []
+        return promotion_blockers(v.gates)
+
+    def promote(self, version_id: str, *, force_reason: str | None = None) -> ModelVersion:
+        """Make ``version_id`` the serving version (the previous one is retired).
+
+        Its files are re-hashed first. A version that never served needs every gate passed,
+        or ``force_reason``, which is then recorded on it.
+
+        Raises:
+            CheckpointIntegrityError: a file is missing or no longer matches its sha256.
+            PromotionRefusedError: a gate did not run or did not pass, and no reason was given.
+            RegistryError: unknown or rejected version.
+        """
+        reason = check_force_reason(force_reason)
+        v = self.get(version_id)
+        if v.state == "rejected":
+            raise RegistryError(f"{version_id} was rejected ({v.note}); import it again to retry")
+        self.verify(v)
         with self.edit() as data:
             v = data.get(version_id)
-            if v.state == "rejected":
-                raise RegistryError(f"{version_id} was rejected ({v.note}); import it again to retry")
             current = data.serving()
             if current is not None and current.id == version_id:
                 return v
+            if v.state == "rejected":
+                raise RegistryError(f"{version_id} was rejected ({v.note}); import it again to retry")
+            blockers = self._blockers(v)
+            changes: dict[str, Any] = {"state": "serving"}
+            if blockers:
+                if reason is None:
+                    raise PromotionRefusedError(version_id, blockers)
+                overridden = "forced over: " + "; ".join(blockers)
+                changes.update(forced=reason, note=f"{v.note}; {overridden}" if v.note else overridden)
             if current is not None:
                 self._set(data, current.id, state="retired")
-            new = self._set(data, version_id, state="serving")
+            new = self._set(data, version_id, **changes)
             data.history.append(version_id)
-        logger.info("promoted %s", version_id)
+        if new.forced and blockers:
+            logger.warning("promoted %s over its gates (%s): %s", version_id, "; ".join(blockers), new.forced)
+        else:
+            logger.info("promoted %s", version_id)
         return new
 
     def rollback_target(self, to: str | None = None) -> ModelVersion:
@@ -197,6 +241,8 @@ class Registry:
                 raise RegistryError(f"{to} is already serving")
             if target.state == "rejected":
                 raise RegistryError(f"{to} was rejected ({target.note}); it cannot serve")
+            if target.state != "retired":
+                raise RegistryError(f"{to} never served: promote it instead (its gates must pass)")
             return target
         for vid in reversed(data.history[:-1]):
             if vid != current.id and data.get(vid).state != "rejected":

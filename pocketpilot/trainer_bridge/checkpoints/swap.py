@@ -3,19 +3,22 @@
 Order matters for "the current version keeps serving": files are re-hashed against the
 registry first (a tampered or truncated file never reaches llama.cpp), then every planner
 swaps (each under its own generation lock, between steps), and only when all swapped does
-the registry record the change. If one planner fails to load, the ones already swapped go
-back to the previous version and the registry is left untouched.
+the registry record the change. If one planner fails to load, or the registry then refuses
+the change (a file changed meanwhile, a gate record says no), the planners already swapped go
+back to the previous version and the registry is left untouched. The promotion rule
+(:mod:`.promotion`) is checked before any planner loads anything.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from .errors import RegistryError
+from .errors import PromotionRefusedError, RegistryError
+from .promotion import check_force_reason
 from .registry import ModelVersion, Registry
 
 __all__ = ["ServingSwitch", "SwappablePlanner"]
@@ -54,22 +57,40 @@ class ServingSwitch:
                     await _swap(planner, old)
             raise
 
-    async def promote(self, version_id: str) -> ModelVersion:
-        """Verify, swap every planner to ``version_id``, then record it as serving."""
+    async def _switch(self, new: ModelVersion, old: ModelVersion | None,
+                      record: Callable[[], ModelVersion]) -> ModelVersion:
+        """Swap the planners, then let the registry record it (re-hashing off the loop); undo if it refuses."""
+        await self._swap_all(new, old)
+        recorded = asyncio.ensure_future(asyncio.to_thread(record))
+        try:
+            return await asyncio.shield(recorded)
+        except BaseException:
+            if not recorded.done():  # cancelled mid-write: see where the registry ends up first
+                await asyncio.wait({recorded})
+            if (recorded.cancelled() or recorded.exception() is not None) and old is not None:
+                await self._swap_all(old, None)
+            raise
+
+    async def promote(self, version_id: str, *, force_reason: str | None = None) -> ModelVersion:
+        """Check the promotion rule, verify, swap every planner to ``version_id``, then record it as serving."""
+        reason = check_force_reason(force_reason)
         version = self.registry.get(version_id)
         if version.state == "rejected":
             raise RegistryError(f"{version_id} was rejected ({version.note}); it cannot serve")
+        blockers = self.registry.promotion_blockers(version_id)
+        if blockers and reason is None:
+            raise PromotionRefusedError(version_id, blockers)
         await asyncio.to_thread(self.registry.verify, version)
-        await self._swap_all(version, self.registry.serving())
-        return self.registry.promote(version_id)
+        return await self._switch(version, self.registry.serving(),
+                                  lambda: self.registry.promote(version_id, force_reason=reason))
 
     async def rollback(self, to: str | None = None) -> ModelVersion:
         """Verify the previous (or ``to``) version, swap every planner to it, then record the rollback."""
         target = self.registry.rollback_target(to)
         await asyncio.to_thread(self.registry.verify, target)
-        await self._swap_all(target, self.registry.serving())
-        new = self.registry.rollback(to)
+        new = await self._switch(target, self.registry.serving(), lambda: self.registry.rollback(to))
         if new.id != target.id:  # another process changed the history meanwhile: follow the registry
+            await asyncio.to_thread(self.registry.verify, new)
             await self._swap_all(new, target)
         return new
 
