@@ -54,6 +54,7 @@ def test_both_default_gates_run_for_a_lora_and_decide_promotion(test_gguf: Path,
     serving = serve_in_place(reg, test_gguf)
     lora = write_lora_adapter(test_gguf, tmp_path / "lora.gguf", scale=0.01)  # a barely-moved fine-tune
     task = min(load_suite("dev"), key=lambda t: (t.max_steps, len(t.criteria), t.id))  # keep it affordable
+    task = task.model_copy(update={"max_steps": 2})  # two targets, two short episodes: the gate's decision is the point
     opts = ImportOptions(probes=DEFAULT_PROBES[:2], dev_tasks=[task], promote=True)  # measure, evaluate: defaults
     failed: GateFailedError | None = None
     try:
