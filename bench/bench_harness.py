@@ -9,7 +9,7 @@
    prompt tokens evaluated at step k vs the tokens added since step k-1, and the step-10 vs
    step-2 latency ratio. Targets: evaluated <= new + 32; ratio <= 1.5.
 
-    python bench/bench_harness.py [--model qwen2.5-coder-1.5b] [--reps 3] [--task settings-boarding] [--threads N]
+    python bench/bench_harness.py [--model qwen2.5-coder-1.5b] [--reps 3] [--task settings-meeting-mode] [--threads N]
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--task", default="settings-boarding")
+    ap.add_argument("--task", default="settings-meeting-mode")
     ap.add_argument("--skip-reuse", action="store_true")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     args = ap.parse_args()
