@@ -119,6 +119,9 @@ class MemorySeed(_Spec):
 class _Criterion(_Spec):
     name: str | None = None
     """Readable name in the verdict; derived from the criterion when omitted."""
+    already_true: bool = False
+    """Meant to hold at the start (the task checks the agent does not break it); otherwise the
+    vacuity audit refuses a positive criterion the start state already satisfies."""
 
 
 class StateCriterion(_Criterion):
@@ -126,7 +129,8 @@ class StateCriterion(_Criterion):
 
     ``equals``: exact equality. ``one_of``: equal to one of the values. ``contains``: a string
     containing the text, a list with a matching element, or a dict matching as a subset.
-    ``not_contains``: the opposite of ``contains``.
+    ``not_contains``: the opposite of ``contains``. ``created``: with ``contains`` on a list,
+    only elements this run added count (a seeded record that happens to match proves nothing).
     """
 
     kind: Literal["state"] = "state"
@@ -135,12 +139,15 @@ class StateCriterion(_Criterion):
     one_of: list[Any] | None = None
     contains: Any = None
     not_contains: Any = None
+    created: bool = False
 
     @model_validator(mode="after")
     def _one_test(self) -> StateCriterion:
         tests = {"equals", "one_of", "contains", "not_contains"} & self.model_fields_set
         if len(tests) != 1:
             raise ValueError("a state criterion needs exactly one of equals, one_of, contains, not_contains")
+        if self.created and "contains" not in tests:
+            raise ValueError("created applies to contains (elements of a list this run added)")
         return self
 
     @property

@@ -115,8 +115,20 @@ def _where(pos: Position) -> str:
     return f"step {pos[0]}" + "".join(f".{p}" for p in pos[1:])
 
 
-def _state(c: StateCriterion, final: dict[str, Any]) -> CriterionResult:
+def _added(value: Any, before: Any) -> Any:
+    """The elements of list ``value`` that ``before`` lacked (by ``id`` where elements have one)."""
+    if not isinstance(value, list):
+        return value
+    old = before if isinstance(before, list) else []
+    ids = {e.get("id") for e in old if isinstance(e, dict) and "id" in e}
+    return [e for e in value
+            if not (isinstance(e, dict) and "id" in e and e["id"] in ids) and not any(_equal(e, o) for o in old)]
+
+
+def _state(c: StateCriterion, final: dict[str, Any], initial: dict[str, Any] | None = None) -> CriterionResult:
     value = resolve_path(final, c.path)
+    if c.created and value is not MISSING:
+        value = _added(value, resolve_path(initial or {}, c.path))
     test = c.test
     if test == "equals":
         ok = value is not MISSING and _equal(value, c.equals)
@@ -126,7 +138,7 @@ def _state(c: StateCriterion, final: dict[str, Any]) -> CriterionResult:
         want = f"in {_short(c.one_of)}"
     elif test == "contains":
         ok = value is not MISSING and _contains(value, c.contains)
-        want = f"contains {_short(c.contains)}"
+        want = f"contains {'a new ' if c.created else ''}{_short(c.contains)}"
     else:
         ok = value is not MISSING and not _contains(value, c.not_contains)
         want = f"does not contain {_short(c.not_contains)}"
@@ -285,7 +297,8 @@ def check_criterion(
 ) -> CriterionResult:
     """Evaluate one criterion against the evidence."""
     if isinstance(criterion, StateCriterion):
-        return _state(criterion, final_dump if final_dump is not None else final.model_dump(mode="json"))
+        initial_dump = initial.model_dump(mode="json") if criterion.created else None
+        return _state(criterion, final_dump if final_dump is not None else final.model_dump(mode="json"), initial_dump)
     if isinstance(criterion, CallCriterion):
         return _call(criterion, episode)
     if isinstance(criterion, NoCallCriterion):
