@@ -261,8 +261,8 @@ class OpenAICompatPlanner:
         elif mode == "json_object_schema":
             payload["response_format"] = {"type": "json_object", "schema": schema}
         elif mode == "tool_choice":
-            function = {"name": _ACTION_FUNCTION, "description": "Take the next action.", "parameters": schema}
-            payload["tools"] = [{"type": "function", "function": function}]
+            function = {"name": _ACTION_FUNCTION, "description": "Take the next action."}
+            payload["tools"] = [{"type": "function", "function": {**function, "parameters": schema}}]
             payload["tool_choice"] = {"type": "function", "function": {"name": _ACTION_FUNCTION}}
         elif mode == "json_object":
             payload["response_format"] = {"type": "json_object"}

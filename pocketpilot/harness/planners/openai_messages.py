@@ -83,7 +83,15 @@ def _results(step: Step, action: Action, feedback: str) -> list[dict[str, Any]]:
             if i == count - 1 and step.notices:
                 body["notices"] = step.notices
             contents.append(json.dumps(body, ensure_ascii=False, default=str))
-    return [{"role": "tool", "tool_call_id": call_id(step.index, i), "content": c} for i, c in enumerate(contents)]
+    return [
+        {"role": "tool", "tool_call_id": call_id(step.index, i), "content": content}
+        for i, content in enumerate(contents)
+    ]
+
+
+def _answers(step: Step | None, asked: Step) -> bool:
+    """Whether a feedback message's step is the one whose calls are open."""
+    return step is not None and step.index == asked.index
 
 
 def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
@@ -108,7 +116,7 @@ def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
             close()
             out.append(_assistant(step, step.action))
             pending = (step, step.action)
-        elif message.role == "tool" and pending is not None and step is not None and step.index == pending[0].index:
+        elif message.role == "tool" and pending is not None and _answers(step, pending[0]):
             out.extend(_results(*pending, message.content))
             pending = None
         else:
