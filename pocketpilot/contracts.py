@@ -244,6 +244,10 @@ class PlannerInfo(_Contract):
     sampler: SamplerSettings = Field(default_factory=SamplerSettings)
     adapter: str | None = None
     """A LoRA adapter applied on top of the model, if any."""
+    output_mode: str | None = None
+    """How decoding was held to the action schema: ``grammar`` (in-process llama.cpp), or the
+    structured-output mode an OpenAI-compatible server was found to honour (``json_schema``,
+    ``json_object_schema``, ``tool_choice``, ``json_object``, ``prompt``)."""
 
 
 class PlannerTurn(_Contract):

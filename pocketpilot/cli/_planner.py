@@ -1,4 +1,10 @@
-"""Planner options shared by the commands that run episodes."""
+"""Planner options shared by the commands that run episodes.
+
+The endpoint-only flags (``--api-key``, ``--output-mode``) are not passed to the commands:
+their callbacks keep them in the click context, where :func:`build_planner` reads them, so
+every command that takes ``planner_options`` gets them without threading two more
+parameters through its signature.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +12,37 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from ..contracts import SamplerSettings
 from ..harness import Planner
+from ..harness.planners.openai_compat import OUTPUT_MODES
 from ..model_store import DEFAULT_MODEL, ModelStore
 from ._progress import pull_progress
 
 __all__ = ["build_planner", "planner_options"]
 
+_META = "pocketpilot.endpoint"
+
+
+def _keep(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta.setdefault(_META, {})[param.name] = value
+    return value
+
 
 def planner_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--model / --endpoint / sampler flags."""
+    """--model / --endpoint / --api-key / --output-mode / sampler flags."""
     options = [
         click.option("--model", "model", default=DEFAULT_MODEL, show_default=True,
-                     help="Catalogue model name or alias, or a path to a .gguf file."),
+                     help="Catalogue model name or alias, or a path to a .gguf file. With --endpoint: the "
+                          "served model to ask for (default: the one the server lists)."),
         click.option("--endpoint", default=None,
                      help="OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1) instead of in-process llama.cpp."),
+        click.option("--api-key", envvar="OPENAI_API_KEY", show_envvar=True, default=None, expose_value=False,
+                     callback=_keep, help="Bearer token for --endpoint (never written to a trace)."),
+        click.option("--output-mode", type=click.Choice(("auto", *OUTPUT_MODES)), default="auto",
+                     show_default=True, expose_value=False, callback=_keep,
+                     help="How --endpoint constrains output to the action schema (auto: detect)."),
         click.option("--temperature", type=float, default=0.0, show_default=True),
         click.option("--max-tokens", "max_new_tokens", type=int, default=256, show_default=True,
                      help="Most tokens one action may take."),
@@ -39,7 +60,17 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
     if endpoint:
         from ..harness.planners import OpenAICompatPlanner
 
-        return OpenAICompatPlanner(endpoint, model, sampler=sampler, schema_mode="json_object_schema")
+        ctx = click.get_current_context(silent=True)
+        settings: dict[str, Any] = ctx.meta.get(_META, {}) if ctx is not None else {}
+        # the catalogue default names a local file, not a served model: ask the server instead
+        given = ctx is None or ctx.get_parameter_source("model") != ParameterSource.DEFAULT
+        return OpenAICompatPlanner(
+            endpoint,
+            model if given else None,
+            api_key=settings.get("api_key"),
+            sampler=sampler,
+            output_mode=settings.get("output_mode") or "auto",
+        )
     from ..harness.planners import LlamaCppPlanner
 
     store = ModelStore()

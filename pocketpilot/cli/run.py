@@ -35,6 +35,10 @@ DEMO_TASK = "ordering-parking-note-then-off"
 """The demo: a multi-step request with an order the verifier checks (note saved before power off)."""
 
 
+_BROKEN = ("planner_error", "device_lost")
+"""Stop reasons that mean the backend broke (exit status 1), not that the episode concluded."""
+
+
 def _confirmation(yes: bool) -> ConfirmationPolicy:
     if yes:
         return AllowAll()
@@ -56,6 +60,10 @@ def _report(episode: Episode, trace: str | Path | None) -> None:
     click.echo(render_verdict(episode.verdict))
     if trace:
         click.echo(f"trace: {trace}")
+    if episode.stop_reason in _BROKEN:
+        # the run did not end on the planner's decision: scripts and CI must not read it as done
+        click.echo(f"error: {episode.stop_reason}: {episode.stop_detail}", err=True)
+        sys.exit(1)
 
 
 def _show(step: Step) -> None:

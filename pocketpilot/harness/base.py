@@ -13,6 +13,7 @@ from ..contracts import (
     PlannerInfo,
     PlannerTurn,
     RetrievedMemory,
+    Step,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -41,6 +42,11 @@ class ChatMessage(BaseModel):
     content: str
     section: str = "history"
     """Which budgeted section of the context the message belongs to."""
+    step: Step | None = Field(default=None, exclude=True)
+    """On the two history messages of a step (its action, its feedback): the recorded step, so
+    a backend with a structured chat format (OpenAI ``tool_calls``) can rebuild the turn from
+    the parsed action and the per-call results. Excluded from dumps: context digests and
+    text-only prompts see role and content alone."""
 
 
 class PlanRequest(BaseModel):

@@ -548,8 +548,8 @@ class _RunState:
         self.steps.append(step)
         self.history.append(
             [
-                ChatMessage(role="assistant", content=assistant),
-                ChatMessage(role="tool", content=feedback),
+                ChatMessage(role="assistant", content=assistant, step=step),
+                ChatMessage(role="tool", content=feedback, step=step),
             ]
         )
         if self.writer:

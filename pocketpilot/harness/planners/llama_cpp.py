@@ -123,6 +123,7 @@ class LlamaCppPlanner:
             quant_type=self._quant,
             sampler=self.sampler,
             adapter=self._kwargs.get("lora_path"),
+            output_mode="grammar",
         )
 
     def count_tokens(self, text: str) -> int:
