@@ -254,6 +254,12 @@ class PlannerTurn(_Contract):
     """What one planner call produced, beyond the action itself."""
 
     raw: str
+    prefix_tokens: int = 0
+    """Where the prompt was split: the stable prefix evaluated (or restored) on its own first."""
+    prefix: Literal["none", "warm", "restored", "evaluated"] = "none"
+    """How the prefix got into the KV cache this call (``restored``: from the disk cache)."""
+    prefix_s: float = 0.0
+    """Seconds spent restoring or evaluating the prefix."""
     prompt_tokens: int = 0
     prompt_tokens_evaluated: int = 0
     """Prompt tokens actually run through the model (the rest came from the KV cache)."""

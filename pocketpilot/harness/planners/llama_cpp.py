@@ -10,11 +10,17 @@ Design notes (FACTS.md has the measurements):
   between tokens and waits for the thread to stop before re-raising.
 - Each step records the prompt tokens evaluated, the generated token ids and their
   log-probs under the model (the behaviour policy an RL trainer needs), and the sampler.
+- The stable prefix (the system message) is always evaluated on its own, then the rest: the
+  KV state at that boundary is saved to disk (``PrefixCache``) and a new process restores it
+  instead of evaluating the prefix again. Splitting the same way whether the prefix was
+  restored or evaluated keeps greedy output identical either way; the split point is in the
+  trace.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import logging
 import os
@@ -30,6 +36,7 @@ from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputErr
 from ...model_store import check_gguf_header, file_sha256
 from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
+from .prefix_cache import PrefixCache, PrefixKey
 
 __all__ = ["LlamaCppPlanner", "cached_sha256", "quant_type_name"]
 
@@ -89,8 +96,11 @@ class LlamaCppPlanner:
         sha256: str | None = None,
         quant_type: str | None = None,
         verbose: bool = False,
+        prefix_cache: PrefixCache | None | bool = True,
     ) -> None:
-        self.model_path = Path(model_path)
+        """``prefix_cache``: True for the default cache under ``$POCKETPILOT_HOME``, a
+        :class:`PrefixCache`, or False/None to keep prefix states in memory only."""
+        self.model_path = Path(model_path).expanduser()
         check_gguf_header(self.model_path)
         self.sampler = sampler or SamplerSettings()
         self._kwargs: dict[str, Any] = {
@@ -110,6 +120,10 @@ class LlamaCppPlanner:
         self._load_lock = asyncio.Lock()
         self._gen_lock = asyncio.Lock()
         self.last_schema: dict[str, Any] | None = None
+        self.prefix_cache: PrefixCache | None = (
+            PrefixCache() if prefix_cache is True else prefix_cache if isinstance(prefix_cache, PrefixCache) else None
+        )
+        self._prefix_texts: dict[str, str] = {}
 
     # ------------------------------------------------------------------ identity
 
@@ -264,9 +278,10 @@ class LlamaCppPlanner:
         self.last_schema = schema
         grammar = self._grammar(schema)
         prompt = self.render(request)
+        prefix = self._prefix_text(request)
         stop = threading.Event()
         async with self._gen_lock:
-            fut = asyncio.ensure_future(asyncio.to_thread(self._generate_sync, prompt, grammar, stop))
+            fut = asyncio.ensure_future(asyncio.to_thread(self._generate_sync, prompt, grammar, stop, prefix))
             try:
                 turn = await asyncio.shield(fut)
             except asyncio.CancelledError:
@@ -283,18 +298,73 @@ class LlamaCppPlanner:
             raise PlannerOutputError(turn.raw, exc.reason, turn) from exc
         return PlannerOutput(action=action, turn=turn)
 
-    def _generate_sync(self, prompt: str, grammar: Any, stop: threading.Event) -> PlannerTurn:
+    def _prefix_text(self, request: PlanRequest) -> str | None:
+        """The rendered text of the stable prefix: everything before the first request message.
+
+        Found template-agnostically: two renders that differ only in the request share exactly
+        the prefix (the system message and the chat template's opening of the next turn).
+        """
+        messages = request.messages
+        if len(messages) < 2 or messages[0].role != "system":
+            return None
+        key = digest(messages[0].content)
+        text = self._prefix_texts.get(key)
+        if text is None:
+            system = {"role": "system", "content": messages[0].content}
+            a, b = (str(self._formatter(messages=[system, {"role": "user", "content": c}]).prompt) for c in "\x01\x02")
+            text = os.path.commonprefix([a, b])
+            if len(self._prefix_texts) > 16:
+                self._prefix_texts.clear()
+            self._prefix_texts[key] = text
+        return text
+
+    def _warm_prefix(self, llm: Any, tokens: list[int], prefix_text: str | None) -> tuple[int, str, float]:
+        """Make the KV cache hold the prompt's stable prefix: (its length, how, seconds).
+
+        How: ``warm`` (already there), ``restored`` (from the disk cache) or ``evaluated`` (and
+        saved for the next process).
+        """
+        if not prefix_text:
+            return 0, "none", 0.0
+        prefix_tokens = llm.tokenize(prefix_text.encode("utf-8"), add_bos=False, special=True)
+        n = _common(prefix_tokens, tokens)
+        n = min(n, len(tokens) - 1)  # generate needs at least one token of its own to evaluate
+        if n <= 0:
+            return 0, "none", 0.0
+        prefix = tokens[:n]
+        have = _common(llm._input_ids[: llm.n_tokens], prefix)
+        if have >= n:
+            return n, "warm", 0.0
+        t0 = time.monotonic()
+        key = None
+        if self.prefix_cache is not None and self._sha256:
+            import llama_cpp
+
+            key = PrefixKey.of(self._sha256, llm.n_ctx(), llm.n_batch, llama_cpp.__version__, prefix)
+            payload = self.prefix_cache.load(key)
+            if payload is not None and _restore(llm, payload, prefix):
+                return n, "restored", time.monotonic() - t0
+        llm.n_tokens = have  # keep what is shared, evaluate the rest of the prefix on its own
+        llm.eval(prefix[have:])
+        if key is not None:
+            try:
+                self.prefix_cache.save(key, _dump(llm))  # type: ignore[union-attr]
+            except OSError as exc:
+                logger.warning("could not save the prefix state: %s", exc)
+        return n, "evaluated", time.monotonic() - t0
+
+    def _generate_sync(self, prompt: str, grammar: Any, stop: threading.Event,
+                       prefix_text: str | None = None) -> PlannerTurn:
         llm = self._llm
         s = self.sampler
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         if len(tokens) + s.max_tokens > llm.n_ctx():
             raise PlannerBackendError(f"prompt of {len(tokens)} tokens does not fit n_ctx={llm.n_ctx()}")
         # Mirror Llama.generate's own prefix match to report what the KV cache saved.
-        cached = 0
-        for a, b in zip(llm._input_ids[: llm.n_tokens], tokens[:-1]):
-            if a != b:
-                break
-            cached += 1
+        cached = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
+        prefix_n, prefix_how, prefix_s = self._warm_prefix(llm, tokens, prefix_text)
+        if prefix_how == "restored":
+            cached = max(cached, prefix_n)  # restored, not evaluated
         last: dict[str, Any] = {}
 
         def remember_logits(input_ids: Any, scores: Any) -> Any:
@@ -334,6 +404,9 @@ class LlamaCppPlanner:
         raw = llm.detokenize(ids).decode("utf-8", errors="replace")
         return PlannerTurn(
             raw=raw,
+            prefix_tokens=prefix_n,
+            prefix=prefix_how,
+            prefix_s=prefix_s,
             prompt_tokens=len(tokens),
             prompt_tokens_evaluated=len(tokens) - cached,
             completion_tokens=len(ids),
@@ -349,3 +422,42 @@ class LlamaCppPlanner:
             llm, self._llm = self._llm, None
             if llm is not None:
                 await asyncio.to_thread(llm.close)
+
+
+def _common(a: Any, b: Any) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _dump(llm: Any) -> bytes:
+    """The KV state of sequence 0 (only its used cells)."""
+    import llama_cpp
+
+    ctx = llm._ctx.ctx
+    size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+    buf = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
+    return bytes(memoryview(buf)[:written])
+
+
+def _restore(llm: Any, payload: bytes, prefix: list[int]) -> bool:
+    """Load a saved prefix state into sequence 0 and tell ``Llama`` which tokens it holds."""
+    import llama_cpp
+
+    ctx = llm._ctx.ctx
+    memory = llama_cpp.llama_get_memory(ctx)
+    llama_cpp.llama_memory_clear(memory, True)
+    buf = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
+    if llama_cpp.llama_state_seq_set_data(ctx, buf, len(payload), 0) != len(payload):
+        llama_cpp.llama_memory_clear(memory, True)
+        llm.n_tokens = 0
+        logger.warning("llama.cpp refused a saved prefix state; evaluating the prefix")
+        return False
+    llm.input_ids[: len(prefix)] = prefix
+    llm.n_tokens = len(prefix)
+    llm._requires_eval = True  # logits were not produced by a live decode
+    return True
