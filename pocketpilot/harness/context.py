@@ -88,8 +88,8 @@ def render_tool(spec: ToolSpec) -> str:
     line = f"- {spec.name}({', '.join(args)})"
     if spec.description:
         line += f": {spec.description}"
-    if spec.destructive:
-        line += " [needs user confirmation]"
+    if spec.needs_confirmation:
+        line += " [needs user confirmation]" if spec.effect is not None else " [needs user confirmation when it sends, deletes or pays]"
     return line
 
 

@@ -86,6 +86,8 @@ class SimulatedTool:
             description=description,
             parameters=parameters or {"type": "object", "properties": {}},
             destructive=destructive,
+            read_only=read_only,
+            idempotent=read_only,
             result_schema=result_schema,
         )
         return cls(spec=spec, read_only=read_only, invariants=tuple(invariants))
