@@ -89,6 +89,9 @@ class AdbExecutorConfig:
     reconnect_max_delay_s: float = 3.0
     connect_timeout_s: float = 5.0
     u2_port: int = 9008
+    uncertain_window_s: float = 600.0
+    """How long after a non-idempotent action became uncertain (the device dropped mid-send)
+    an identical call, under any key, is not sent again."""
 
 
 class ShellResult(BaseModel):
@@ -451,6 +454,11 @@ class AdbExecutor:
                 return previous.result
             if previous.state in {"uncertain", "pending"} and not previous.idempotent:
                 return _outcome_unknown(call.name)
+        if not t.idempotent:
+            since = time.time() - self._config.uncertain_window_s
+            twin = self.journal.uncertain_twin(self.serial, call.name, call.arguments, since=since)
+            if twin is not None:
+                return _outcome_unknown(call.name, again=True)
         if self._needs_reconnect:
             await self.reconnect()
         self.journal.begin(key, self.serial, call.name, call.arguments, t.idempotent)
@@ -845,7 +853,14 @@ class AdbExecutor:
         }
 
 
-def _outcome_unknown(name: str) -> ToolResult:
+def _outcome_unknown(name: str, *, again: bool = False) -> ToolResult:
+    if again:
+        return ToolResult.failure(
+            "outcome_unknown",
+            f"an identical {name} may already have taken effect when the device dropped; it was not sent "
+            "again because it is not safe to repeat. Read the screen to see whether it took effect; if it "
+            "did not, tell the user.",
+        )
     return ToolResult.failure(
         "outcome_unknown",
         f"the device dropped while {name} was being sent; it was not sent again because it is not safe "

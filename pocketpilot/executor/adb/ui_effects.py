@@ -122,8 +122,9 @@ class UiEffectClassifier:
 
     def flow_of(self, screen: Screen, foreground: str) -> UiAction | None:
         """The action the foreground screen is a flow of: listed, or named by one of its buttons."""
-        package = foreground.split("/", 1)[0]
-        listed = self.flows.get(foreground) or self.flows.get(package)
+        package, _, activity = foreground.partition("/")
+        short = f"{package}/{activity[len(package):]}" if activity.startswith(package + ".") else foreground
+        listed = self.flows.get(foreground) or self.flows.get(short) or self.flows.get(package)
         if listed is not None:
             return listed
         named = [a for e in screen.elements if e.clickable and (a := self.action_of(e)) and a != "confirm"]
@@ -156,7 +157,7 @@ class UiEffectClassifier:
         named = [(a, e) for e in hit if (a := self.action_of(e)) is not None]
         flow = self.flow_of(screen, foreground)
         action: UiAction | None = None
-        where = f" in {foreground}" if foreground else ""
+        where = f" in {foreground.partition('/')[0]}" if foreground else ""
         if named:
             action, element = min(named, key=lambda ae: _PRIORITY.index(ae[0]))
             if action == "confirm" and flow is not None:
