@@ -74,7 +74,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def _words(label: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", _CAMEL.sub(" ", label).lower())
+    return re.findall(r"[^\W_]+", _CAMEL.sub(" ", label).casefold())
 
 
 @dataclass(frozen=True)
