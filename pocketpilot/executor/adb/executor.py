@@ -715,14 +715,7 @@ class AdbExecutor:
         """
         self._compose(to, body)
         screen = self._screen_sync()
-        button = next(
-            (
-                e
-                for e in screen.elements
-                if "send_message_button" in e.resource_id or e.content_desc.lower().startswith("send")
-            ),
-            None,
-        )
+        button = next((e for e in screen.elements if e.clickable and self.ui_effects.action_of(e) == "send"), None)
         if button is None:
             raise ToolFailure("send_button_missing", "the compose screen has no Send button")
         self._click_once(*button.center)
