@@ -73,6 +73,7 @@ LABELS = {
     "com.android.launcher3": "Home",
 }
 """Labels of well-known packages: adb cannot read app labels without aapt on the device."""
+_FOCUS = re.compile(r"mCurrentFocus=Window\{\S+ \S+ ([^/\s}]+)/([^\s}]+)\}")
 _UI_ACTIONS = frozenset({"tap_element", "tap", "type_text"})
 """This executor's tools whose effect is what they hit on screen (they declare none): each
 call is classified before it runs (:meth:`AdbExecutor.effect_of`)."""
@@ -342,20 +343,28 @@ class AdbExecutor:
         if self._needs_reconnect:
             await self.reconnect()
         try:
-            effect = await self._run_sync(self._classify_sync, call.name, kwargs)
-        except DeviceOfflineError:
-            self._needs_reconnect = True
-            await self.reconnect()
-            effect = await self._run_sync(self._classify_sync, call.name, kwargs)
+            try:
+                effect = await self._run_sync(self._classify_sync, call.name, kwargs)
+            except DeviceOfflineError:
+                self._needs_reconnect = True
+                await self.reconnect()
+                effect = await self._run_sync(self._classify_sync, call.name, kwargs)
+        except DeviceOutputError as exc:  # a screen it cannot read: what the tool declares, the worst case
+            return ToolEffect.declared(t.spec).model_copy(update={"detail": f"the screen could not be read: {exc}"})
         self._classified[call.key()] = effect
         return effect
+
+    def _focus_sync(self) -> str | None:
+        """``package/activity`` of the focused window (None when none is focused, e.g. the lock screen)."""
+        out = self._sh(["dumpsys", "window"]).output
+        match = _FOCUS.search(out)
+        return f"{match.group(1)}/{match.group(2)}" if match else None
 
     def _classify_sync(self, name: str, kwargs: dict[str, Any]) -> ToolEffect:
         """Classify a UI action on the screen as it is now (the planner's element list stays cached)."""
         with self._device_lock:
             fresh = self._dump_sync()
-            package, activity = self._foreground()
-            foreground = f"{package}/{activity}" if activity else package
+            foreground = self._focus_sync() or fresh.package
             verb = "type" if name == "type_text" else "tap"
             if name == "tap":
                 return self.ui_effects.classify(fresh, foreground, point=(kwargs["x"], kwargs["y"]), verb=verb)
