@@ -69,7 +69,9 @@ Effect = Literal["read", "create", "update", "delete", "setting", "send", "purch
 CONFIRM_EFFECTS: frozenset[str] = frozenset({"send", "delete", "purchase"})
 """Effects that need the user's confirmation even when the tool does not call itself destructive."""
 
-_SEMANTICS = ("read_only", "destructive", "idempotent", "open_world", "effect", "id_arg", "name_arg", "setting")
+_SEMANTICS = (
+    "read_only", "destructive", "idempotent", "open_world", "effect", "id_arg", "name_arg", "setting",
+)
 
 
 def _semantics_before(data: Any) -> Any:

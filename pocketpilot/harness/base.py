@@ -169,7 +169,7 @@ class ConfirmationPolicy(Protocol):
     """Decides whether a call that needs confirmation (``ToolSpec.needs_confirmation``) may run."""
 
     async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
-        """True to allow the call; ``spec`` carries the call's effective semantics (a tap's classified effect)."""
+        """True to allow the call; ``spec`` has the call's effective semantics (a tap's classified effect)."""
         ...
 
 

@@ -30,7 +30,7 @@ class DenyAll:
 
 
 class AllowAll:
-    """Allow every call that needs confirmation: for sandboxes, benchmarks and tests, never for a user's phone."""
+    """Allow every call that needs confirmation: sandboxes, benchmarks and tests, never a user's phone."""
 
     reason = "allowed by policy (allow all)"
 

@@ -89,7 +89,8 @@ def render_tool(spec: ToolSpec) -> str:
     if spec.description:
         line += f": {spec.description}"
     if spec.needs_confirmation:
-        line += " [needs user confirmation]" if spec.effect is not None else " [needs user confirmation when it sends, deletes or pays]"
+        # a tool without a declared effect (a tap) asks only when what it hits needs it
+        line += " [needs user confirmation" + ("]" if spec.effect is not None else " when it sends, deletes or pays]")
     return line
 
 

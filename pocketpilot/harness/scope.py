@@ -9,10 +9,10 @@ The guard is lexical and deliberately permissive. A *setting tool* is one that d
 effect ``setting`` (``set_wifi``, ``set_ring_mode``; not ``set_alarm_enabled``, which updates
 a record the planner looked up): the name is never read. Its terms are the words of its
 declared setting key and description and its enum values ("ring", "mode", "vibrate",
-"silent"...). A call is in scope when one term occurs
-in what the run was told or found out: the request, the evidence (recalled memories), the
-memories a search returned, and the error messages of this run's results ("bluetooth is
-off" grounds turning Bluetooth on). Skill procedures do not count: they list every setting.
+"silent"...). A call is in scope when one term occurs in what the run was told or found out:
+the request, the evidence (recalled memories), the memories a search returned, and the error
+messages of this run's results ("bluetooth is off" grounds turning Bluetooth on). Skill
+procedures do not count: they list every setting.
 """
 
 from __future__ import annotations

@@ -842,7 +842,9 @@ class _RunState:
         created (a tool declaring effect ``create``) is held, unless the request itself asks
         to delete.
         """
-        if not (self.cfg.recovery_hints and spec.destructive) or _ASKS_TO_REMOVE.search(self.request):
+        if not (self.cfg.recovery_hints and (spec.destructive or spec.effect == "delete")):
+            return None
+        if _ASKS_TO_REMOVE.search(self.request):
             return None
         created: dict[str, int] = {}
         for step in self.steps:
@@ -850,7 +852,8 @@ class _RunState:
                 continue
             for c, r in zip(step.action.calls, step.results):
                 made = self.tools.get(c.name)
-                if r.ok and made is not None and made.effect == "create" and isinstance(r.data, dict) and "id" in r.data:
+                creates = made is not None and made.effect == "create"
+                if r.ok and creates and isinstance(r.data, dict) and "id" in r.data:
                     created.setdefault(str(r.data["id"]), step.index)
         args = [call.arguments.get(spec.id_arg)] if spec.id_arg else list(call.arguments.values())
         for value in args:
@@ -942,7 +945,8 @@ class _RunState:
             what = f"{call.name} is {effective.effect_label()}{f' ({detail})' if detail else ''}"
             if not allowed:
                 message = f"{what}: it changes something that cannot be undone and was not confirmed ({reason})"
-                return ToolResult.failure("confirmation_denied", message), [f"confirmation denied for {what}: {reason}"]
+                notice = f"confirmation denied for {what}: {reason}"
+                return ToolResult.failure("confirmation_denied", message), [notice]
             return await self.s.executor.call(call), [f"confirmation granted for {what}: {reason}"]
         return await self.s.executor.call(call), []
 
@@ -955,7 +959,9 @@ class _RunState:
         if not isinstance(self.s.executor, ClassifiesEffects):
             return spec, ""
         effect = await self.s.executor.effect_of(call)
-        if effect is None or (spec.effect is not None and (spec.needs_confirmation or not effect.needs_confirmation)):
+        if effect is None:
+            return spec, ""
+        if spec.effect is not None and (spec.needs_confirmation or not effect.needs_confirmation):
             return spec, ""
         return spec.with_effect(effect), effect.detail
 

@@ -338,7 +338,7 @@ class AdbExecutor:
         try:
             parsed = t.args_model.model_validate(call.arguments)
         except ValidationError:
-            return ToolEffect(effect="navigate", detail="invalid arguments: the call fails before it reaches the device")
+            return ToolEffect(effect="navigate", detail="invalid arguments: the call fails before reaching the device")
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
         if self._needs_reconnect:
             await self.reconnect()
@@ -350,7 +350,8 @@ class AdbExecutor:
                 await self.reconnect()
                 effect = await self._run_sync(self._classify_sync, call.name, kwargs)
         except DeviceOutputError as exc:  # a screen it cannot read: what the tool declares, the worst case
-            return ToolEffect.declared(t.spec).model_copy(update={"detail": f"the screen could not be read: {exc}"})
+            worst = ToolEffect.declared(t.spec)
+            return worst.model_copy(update={"detail": f"the screen could not be read: {exc}"})
         self._classified[call.key()] = effect
         return effect
 
@@ -367,7 +368,8 @@ class AdbExecutor:
             foreground = self._focus_sync() or fresh.package
             verb = "type" if name == "type_text" else "tap"
             if name == "tap":
-                return self.ui_effects.classify(fresh, foreground, point=(kwargs["x"], kwargs["y"]), verb=verb)
+                point = (kwargs["x"], kwargs["y"])
+                return self.ui_effects.classify(fresh, foreground, point=point, verb=verb)
             index, resource_id = kwargs.get("index"), kwargs.get("resource_id")
             text = kwargs.get("text") if name == "tap_element" else None
             typed = kwargs.get("text") if name == "type_text" else None
@@ -378,7 +380,7 @@ class AdbExecutor:
             screen = self._screen if (index is not None and self._screen is not None) else fresh
             target = screen.find(index=index, resource_id=resource_id, text=text)
             if target is None:
-                return ToolEffect(effect="navigate", detail="no element matches: the call fails without tapping")
+                return ToolEffect(effect="navigate", detail="no element matches: the call fails, tapping nothing")
             return self.ui_effects.classify(
                 fresh, foreground, point=target.center, target=target, typed=typed, verb=verb
             )
@@ -500,11 +502,12 @@ class AdbExecutor:
             with self._device_lock:  # the check and the action see the same screen
                 if cleared is not None and t.name in _UI_ACTIONS:
                     now = self._classify_sync(t.name, kwargs)
-                    if now.needs_confirmation and not (cleared.needs_confirmation and cleared.effect == now.effect):
+                    confirmed = cleared.needs_confirmation and cleared.effect == now.effect
+                    if now.needs_confirmation and not confirmed:
                         return ToolResult.failure(
                             "screen_changed",
-                            f"{t.name} was not run: the screen changed since it was checked, and it would now "
-                            f"be a {now.effect_label()} ({now.detail}). Read the screen and call again.",
+                            f"{t.name} was not run: the screen changed since it was checked, and it would "
+                            f"now be a {now.effect_label()} ({now.detail}). Read the screen and call again.",
                         )
                 value = t(**kwargs)
         except ToolFailure as failure:

@@ -61,7 +61,8 @@ action: an unlabeled tap or a confirmation there is that action. A screen not li
 when one of its own buttons names the action (a dialog with a Delete button)."""
 
 ID_AFFIXES: frozenset[str] = frozenset(
-    {"btn", "button", "bt", "ic", "icon", "iv", "img", "image", "imagebutton", "fab", "action", "menu", "item"}
+    {"btn", "button", "bt", "ic", "icon", "iv", "img", "image", "imagebutton", "fab", "action", "menu",
+     "item"}
 )
 """Widget words that open resource ids (``btn_send``, ``action_delete``) and say nothing of the action."""
 
@@ -170,7 +171,8 @@ class UiEffectClassifier:
             action = flow
             detail = f"{verb} of a line break in a {flow} screen{where}"
         else:
-            aimed = _describe(hit[-1]) if hit else (f"{point[0]:.0f},{point[1]:.0f}" if point else "the focused field")
+            aimed = "the focused field" if point is None else f"{point[0]:.0f},{point[1]:.0f}"
+            aimed = _describe(hit[-1]) if hit else aimed
             return ToolEffect(effect="navigate", detail=f"{verb} on {aimed}{where}: names no send, delete, "
                               "payment, purchase, confirmation or install")
         return ToolEffect(effect=ACTION_EFFECTS[action], destructive=True, open_world=action in _OPEN_WORLD,

@@ -174,9 +174,8 @@ class McpExecutor:
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
                 name = tool_name(tool.name, self.prefix, specs)
-                specs[name] = spec_from_mcp(
-                    tool, name, assume_destructive=self.assume_destructive, declared=self.semantics.get(tool.name)
-                )
+                declared = self.semantics.get(tool.name)
+                specs[name] = spec_from_mcp(tool, name, assume_destructive=self.assume_destructive, declared=declared)
                 names[name] = tool.name
             cursor = page.next_cursor
             if not cursor:
