@@ -97,6 +97,10 @@ def start_adb_server(tmp: Path) -> AdbServer:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         try:
+            # a raw connect first: adbutils answers a refused connection by running `adb
+            # start-server`, which starts a second server on the default port 5037 and leaves it behind
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                pass
             adbutils.AdbClient(host="127.0.0.1", port=port).server_version()
             return AdbServer(port=port, home=home, proc=proc, env=env)
         except (adbutils.AdbError, OSError):
