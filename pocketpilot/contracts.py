@@ -12,15 +12,17 @@ import json
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 __all__ = [
     "ACTION_ADAPTER",
     "ACTION_KINDS",
+    "CONFIRM_EFFECTS",
     "Action",
     "AskUser",
     "CriterionResult",
     "Delegate",
+    "Effect",
     "Episode",
     "EpisodeHeader",
     "Finish",
@@ -36,6 +38,7 @@ __all__ = [
     "StopReason",
     "ToolCall",
     "ToolCallAction",
+    "ToolEffect",
     "ToolError",
     "ToolResult",
     "ToolSpec",
@@ -60,42 +63,182 @@ class _Contract(BaseModel):
 # --------------------------------------------------------------------------- tools
 
 
+Effect = Literal["read", "create", "update", "delete", "setting", "send", "purchase", "navigate"]
+"""What a tool call does to the user's world, as its tool declares it (never guessed from a name)."""
+
+CONFIRM_EFFECTS: frozenset[str] = frozenset({"send", "delete", "purchase"})
+"""Effects that need the user's confirmation even when the tool does not call itself destructive."""
+
+_SEMANTICS = (
+    "read_only", "destructive", "idempotent", "open_world", "effect", "id_arg", "name_arg", "setting",
+)
+
+
+def _semantics_before(data: Any) -> Any:
+    """``effect: read`` alone declares a read-only tool."""
+    if isinstance(data, dict) and data.get("effect") == "read" and "read_only" not in data:
+        data = {**data, "read_only": True}
+    return data
+
+
+def _check_semantics(read_only: bool, destructive: bool, effect: str | None) -> None:
+    if read_only and destructive:
+        raise ValueError("a read-only tool cannot be destructive")
+    if read_only and effect not in (None, "read"):
+        raise ValueError(f"a read-only tool cannot have effect {effect!r}")
+    if effect == "read" and not read_only:
+        raise ValueError("effect 'read' means read_only")
+
+
+def _needs_confirmation(destructive: bool, effect: str | None) -> bool:
+    return destructive or effect in CONFIRM_EFFECTS
+
+
+def _effect_label(destructive: bool, effect: str | None) -> str:
+    if effect in CONFIRM_EFFECTS:
+        return str(effect)
+    return "destructive" if destructive else str(effect or "undeclared")
+
+
 class ToolSpec(_Contract):
-    """A tool the planner may call: a name, a description and a JSON schema for its arguments."""
+    """A tool the planner may call: name, description, JSON schema of its arguments, and its
+    declared semantics.
+
+    The semantics are MCP's tool annotations (``readOnlyHint``, ``destructiveHint``,
+    ``idempotentHint``, ``openWorldHint``) plus the effect and the record/setting arguments the
+    harness's policies key on: policies read these fields, never the tool's name, so a tool set
+    that names its tools differently is guarded the same way.
+    """
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     destructive: bool = False
     """Changes something the user cannot undo (power off, send a message, delete): gated by
-    the confirmation policy."""
+    the confirmation policy (MCP ``destructiveHint``)."""
     result_schema: dict[str, Any] | None = None
+    read_only: bool = False
+    """Changes nothing in its environment (MCP ``readOnlyHint``)."""
+    idempotent: bool = False
+    """A repeat with the same arguments has no further effect (MCP ``idempotentHint``): the adb
+    action journal resends only these after a dropped connection."""
+    open_world: bool = False
+    """Reaches beyond the device's own state: other people, networks, shops (MCP ``openWorldHint``)."""
+    effect: Effect | None = None
+    """What a call does; None: not declared (a tap's effect depends on what it hits, so the
+    executor classifies each call, see ``ToolEffect``)."""
+    id_arg: str | None = None
+    """For a record tool: the argument that holds the record's id (``note_id``)."""
+    name_arg: str | None = None
+    """For a record tool: the argument that holds the record's human name (``title``)."""
+    setting: str | None = None
+    """For a setting tool (effect ``setting``): the setting's key (``wifi``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_only_by_effect(cls, data: Any) -> Any:
+        return _semantics_before(data)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolSpec:
+        _check_semantics(self.read_only, self.destructive, self.effect)
+        props = self.parameters.get("properties") or {}
+        for field in ("id_arg", "name_arg"):
+            arg = getattr(self, field)
+            if arg is not None and arg not in props:
+                raise ValueError(f"{field} {arg!r} is not a parameter of {self.name}")
+        if self.setting is not None and self.effect != "setting":
+            raise ValueError("only a tool with effect 'setting' has a setting key")
+        return self
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """Destructive, or an effect the user must approve (send, delete, purchase)."""
+        return _needs_confirmation(self.destructive, self.effect)
+
+    def effect_label(self) -> str:
+        """How a confirmation prompt names what a call does: its effect, or "destructive"."""
+        return _effect_label(self.destructive, self.effect)
+
+    def semantics(self) -> dict[str, Any]:
+        """The declared semantics as a plain dict (the ``x-pocketpilot`` extension of an export)."""
+        return {k: getattr(self, k) for k in _SEMANTICS}
+
+    def with_effect(self, effect: ToolEffect) -> ToolSpec:
+        """This spec with one call's classified semantics in place of the declared ones."""
+        return self.model_copy(update=effect.model_dump(exclude={"detail"}))
 
     def to_openai(self) -> dict[str, Any]:
-        """Export in the OpenAI ``tools=[...]`` format (the destructive flag rides in a vendor key)."""
+        """Export in the OpenAI ``tools=[...]`` format; the semantics ride in the ``x-pocketpilot`` key."""
         function: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
         }
-        out: dict[str, Any] = {"type": "function", "function": function}
-        if self.destructive:
-            out["x-pocketpilot"] = {"destructive": True}
-        return out
+        return {"type": "function", "function": function, "x-pocketpilot": self.semantics()}
 
     @classmethod
     def from_openai(cls, tool: dict[str, Any]) -> ToolSpec:
-        """Import one entry of an OpenAI ``tools`` list (or a bare function object)."""
+        """Import one entry of an OpenAI ``tools`` list (or a bare function object).
+
+        Raises:
+            ValueError: no function name, or an ``x-pocketpilot`` extension that is not an
+                object or declares inconsistent semantics.
+        """
         function = tool.get("function", tool)
         if "name" not in function:
             raise ValueError("OpenAI tool has no function name")
-        extra = tool.get("x-pocketpilot", {})
+        extra = tool.get("x-pocketpilot") or {}
+        if not isinstance(extra, dict):
+            raise ValueError("x-pocketpilot must be an object")
         return cls(
             name=function["name"],
             description=function.get("description", ""),
             parameters=function.get("parameters") or {"type": "object", "properties": {}},
-            destructive=bool(extra.get("destructive", False)),
+            **{k: extra[k] for k in _SEMANTICS if k in extra},
         )
+
+
+class ToolEffect(_Contract):
+    """What one call would do, classified by the executor before it runs.
+
+    A tap's tool declares no effect: on a device it is what the tapped element triggers (a tap
+    on "Send" is a send). The harness confirms by this classification, so no route through
+    another tool or the UI reaches a send the declared tool would have had confirmed.
+    """
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+    effect: Effect | None = None
+    detail: str = ""
+    """What the classification saw (``tap on "Send SMS" #send_message_button_icon``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_only_by_effect(cls, data: Any) -> Any:
+        return _semantics_before(data)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolEffect:
+        _check_semantics(self.read_only, self.destructive, self.effect)
+        return self
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """Destructive, or an effect the user must approve (send, delete, purchase)."""
+        return _needs_confirmation(self.destructive, self.effect)
+
+    def effect_label(self) -> str:
+        """How a confirmation prompt names what the call does."""
+        return _effect_label(self.destructive, self.effect)
+
+    @classmethod
+    def declared(cls, spec: ToolSpec) -> ToolEffect:
+        """The semantics ``spec`` declares, as a classification."""
+        return cls(read_only=spec.read_only, destructive=spec.destructive, idempotent=spec.idempotent,
+                   open_world=spec.open_world, effect=spec.effect)
 
 
 class ToolError(_Contract):

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contracts import Episode, RetrievedMemory, Step
-from .harness import AllowAll, HarnessConfig, Planner, Session, SkillStore
+from .harness import AllowAll, ConfirmationPolicy, HarnessConfig, Planner, Session, SkillStore
 from .harness.base import ToolGate
 from .memory import Embedder
 from .tasks import TaskSpec, prepare
@@ -359,6 +359,7 @@ async def run_task(
     kit: HarnessKit | None = None,
     prior_budget: int = PRIOR_BUDGET,
     on_step: Callable[[Step], None] | None = None,
+    confirm: ConfirmationPolicy | None = None,
 ) -> tuple[Episode, TaskOutcome]:
     """Run one task on a fresh sandbox phone, in one configuration, and verify it.
 
@@ -372,8 +373,11 @@ async def run_task(
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
         prior_budget: Token budget of the earlier conversation (bare mode).
         on_step: Called with each step as it is recorded (the CLI prints it).
+        confirm: Who approves calls that need confirmation; default allow all (the sandbox is
+            disposable and tasks judge those calls themselves), the CLI asks its user.
     """
     t0 = time.monotonic()
+    confirm = confirm or AllowAll()
     run = prepare(task, memory=mode == "harness", embedder=embedder)
     cfg = config or HarnessConfig(max_steps=task.max_steps)
     kit = kit if kit is not None else load_harness_kit()
@@ -396,7 +400,7 @@ async def run_task(
                 memory=memory.session,
                 evidence=[device_clock(run.phone.state.now), *recall_guidance(hits)],
                 **kw,
-                confirm=AllowAll(),  # the sandbox is disposable; tasks judge destructive calls themselves
+                confirm=confirm,
                 verifier=run.verifier,
                 trace_dir=trace_dir,
                 task_id=task.id,
@@ -408,7 +412,7 @@ async def run_task(
                 planner,
                 run.executor,
                 config=cfg,
-                confirm=AllowAll(),
+                confirm=confirm,
                 verifier=run.verifier,
                 trace_dir=trace_dir,
                 task_id=task.id,

@@ -35,9 +35,7 @@ def changes_state(spec: ToolSpec | None) -> bool:
     An unknown tool (not in the episode's header) counts as state-changing: without a
     declaration there is nothing that says the failure was harmless to report as done.
     """
-    # ToolSpec's MCP annotations (``read_only``) are being added in parallel; until a spec
-    # declares it, every call counts as state-changing. Once the field exists this reads it.
-    return spec is None or not getattr(spec, "read_only", False)
+    return spec is None or not spec.read_only
 
 
 class FailedCall(BaseModel):

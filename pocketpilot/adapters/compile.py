@@ -49,6 +49,7 @@ def compile_eta(
             description=spec.description,
             parameters=spec.parameters,
             destructive=spec.destructive,
+            semantics=spec.semantics(),
             app=(apps or {}).get(spec.name),
             skills=library.governing(spec.name) if library is not None else [],
         )

@@ -44,6 +44,8 @@ class ToolEntry(_Model):
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
     destructive: bool = False
+    semantics: dict[str, Any] = Field(default_factory=dict)
+    """The tool's declared semantics (``ToolSpec.semantics()``): a change to them is a change of η."""
     app: str | None = None
     """The app the tool belongs to, when known (a GUI sub-agent is confined to one app's tools)."""
     skills: list[str] = Field(default_factory=list)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,35 @@ _BROKEN = ("planner_error", "device_lost")
 """Stop reasons that mean the backend broke (exit status 1), not that the episode concluded."""
 
 
-def _confirmation(yes: bool) -> ConfirmationPolicy:
+def _call_text(call: ToolCall) -> str:
+    return f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())})"
+
+
+class _DenyWithoutTty(DenyAll):
+    """No terminal to ask: deny, and say so on stderr (the run goes on without the call)."""
+
+    reason = "no terminal to ask (use --yes to allow)"
+
+    async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
+        click.echo(f"denied {_call_text(call)}: {call.name} is {spec.effect_label()} and there is no terminal "
+                   "to ask (use --yes to allow)", err=True)
+        return False
+
+
+def _confirmation(yes: bool, *, tty: bool | None = None) -> ConfirmationPolicy:
+    """``--yes`` allows; on a terminal the user is asked per call; otherwise the call is denied."""
     if yes:
         return AllowAll()
-    if sys.stdin.isatty():
+    if sys.stdin.isatty() if tty is None else tty:
+        one_at_a_time = threading.Lock()  # calls of one batch ask concurrently, from worker threads
+
         def ask(call: ToolCall, spec: ToolSpec) -> bool:
-            return click.confirm(f"allow {call.name}({call.arguments})? it cannot be undone", default=False)
+            with one_at_a_time:
+                click.echo(f"  {_call_text(call)}", err=True)
+                return click.confirm(f"{call.name} is {spec.effect_label()}: allow?", default=False, err=True)
 
         return CallbackConfirmation(ask)
-    return DenyAll()
+    return _DenyWithoutTty()
 
 
 def _report(episode: Episode, trace: str | Path | None) -> None:
@@ -86,7 +107,7 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
         async def go() -> None:
             try:
                 episode, outcome = await run_task(task, planner, trace_dir=trace_dir, config=config, kit=kit,
-                                                  on_step=_show, embedder=embedder)
+                                                  on_step=_show, embedder=embedder, confirm=_confirmation(yes))
             finally:
                 await planner.aclose()
             _report(episode, outcome.trace)
@@ -173,4 +194,5 @@ def demo(trace_dir: str | None, model: str, endpoint: str | None, temperature: f
          pull: bool) -> None:
     """The embedded default: the bundled planner runs a multi-step task on the sandbox phone."""
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
-    _execute(None, None, DEMO_TASK, planner, True, None, Path(trace_dir or pocketpilot_home() / "traces"))
+    # asks before power off like any run: on a terminal the user answers, without one it is denied
+    _execute(None, None, DEMO_TASK, planner, False, None, Path(trace_dir or pocketpilot_home() / "traces"))

@@ -12,9 +12,10 @@ import inspect
 import logging
 from collections.abc import Sequence
 
-from ..contracts import ToolCall, ToolResult, ToolSpec
+from ..contracts import ToolCall, ToolEffect, ToolResult, ToolSpec
 from ..errors import UsageError
 from ..harness.base import Executor
+from .effects import ClassifiesEffects
 
 __all__ = ["CompositeExecutor"]
 
@@ -61,6 +62,17 @@ class CompositeExecutor:
             names = ", ".join(self._routes())
             return ToolResult.failure("unknown_tool", f"no tool named {call.name!r}; available: {names}")
         return await executor.call(call)
+
+    async def effect_of(self, call: ToolCall) -> ToolEffect | None:
+        """The routed member's classification of ``call`` (None: the member has none, or nobody offers it).
+
+        Without this a device behind a composite would lose its tap classification, and a tap
+        on "Send" would count as whatever the tap tool declares.
+        """
+        executor = self.route(call.name)
+        if executor is None or not isinstance(executor, ClassifiesEffects):
+            return None
+        return await executor.effect_of(call)
 
     async def aclose(self) -> None:
         """Close every member that can be closed (all of them, even if one fails)."""

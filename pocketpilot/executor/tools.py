@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from ..contracts import ToolCall, ToolResult, ToolSpec
+from ..contracts import Effect, ToolCall, ToolResult, ToolSpec
 from ..errors import ExecutorError, ToolDefinitionError, ToolFailure
 
 __all__ = ["Tool", "ToolRegistry", "tool"]
@@ -116,6 +116,12 @@ class Tool:
         description: str | None = None,
         destructive: bool = False,
         idempotent: bool | None = None,
+        read_only: bool | None = None,
+        open_world: bool = False,
+        effect: Effect | None = None,
+        id_arg: str | None = None,
+        name_arg: str | None = None,
+        setting: str | None = None,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -134,6 +140,13 @@ class Tool:
                 description=self.description,
                 parameters=self.args_model.model_json_schema(),
                 destructive=destructive,
+                idempotent=self.idempotent,
+                read_only=(effect == "read") if read_only is None else read_only,
+                open_world=open_world,
+                effect=effect,
+                id_arg=id_arg,
+                name_arg=name_arg,
+                setting=setting,
             )
         except ValidationError as exc:
             raise ToolDefinitionError(f"tool {self.name!r}: {_validation_message(exc)}") from exc
@@ -186,16 +199,36 @@ def tool(
     description: str | None = None,
     destructive: bool = False,
     idempotent: bool | None = None,
+    read_only: bool | None = None,
+    open_world: bool = False,
+    effect: Effect | None = None,
+    id_arg: str | None = None,
+    name_arg: str | None = None,
+    setting: str | None = None,
 ) -> Any:
-    """Make a typed tool of a function or method: ``@tool`` or ``@tool(destructive=True)``.
+    """Make a typed tool of a function or method: ``@tool`` or ``@tool(effect="delete", ...)``.
+
+    The keyword arguments declare the tool's semantics (see
+    :class:`~pocketpilot.contracts.ToolSpec`): MCP's ``read_only``, ``destructive``,
+    ``idempotent`` and ``open_world``; the ``effect``; for record tools the ``id_arg`` and
+    ``name_arg``; for setting tools the ``setting`` key. The harness's policies read these, never
+    the name. ``read_only`` defaults to ``effect == "read"``, ``idempotent`` to not destructive.
 
     Raise :class:`~pocketpilot.errors.ToolFailure` inside the body to report a failure with a
     code; a ``ValueError``/``TypeError``/``LookupError`` becomes ``invalid_arguments``; any other
     exception is a bug and propagates.
+
+    Raises:
+        ToolDefinitionError: the declared semantics contradict each other or the signature
+            (a read-only delete, an ``id_arg`` that is not a parameter).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(f, name=name, description=description, destructive=destructive, idempotent=idempotent)
+        return Tool(
+            f, name=name, description=description, destructive=destructive, idempotent=idempotent,
+            read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
+            setting=setting,
+        )
 
     return wrap(fn) if fn is not None else wrap
 

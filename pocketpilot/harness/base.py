@@ -182,10 +182,10 @@ class ToolGate(Protocol):
 
 
 class ConfirmationPolicy(Protocol):
-    """Decides whether a destructive call may run."""
+    """Decides whether a call that needs confirmation (``ToolSpec.needs_confirmation``) may run."""
 
     async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
-        """True to allow the call."""
+        """True to allow the call; ``spec`` has the call's effective semantics (a tap's classified effect)."""
         ...
 
 

@@ -1,7 +1,11 @@
-"""Confirmation policies for destructive tools (power off, send a message, delete).
+"""Confirmation policies for calls that need the user's yes (power off, send a message, delete).
 
-A non-interactive run has nobody to ask, so the default denies, and the trace says so: an
-agent that sends a message because nobody objected is worse than one that stops to ask.
+Which calls ask is decided by their declared semantics, never their names: destructive, or
+effect send, delete or purchase (``ToolSpec.needs_confirmation``), and for a UI action on a
+device what it would hit (a tap on "Send" is a send). The policy gets the call and the spec
+with those effective semantics. A non-interactive run has nobody to ask, so the default
+denies, and the trace says so: an agent that sends a message because nobody objected is worse
+than one that stops to ask.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ __all__ = ["AllowAll", "CallbackConfirmation", "DenyAll"]
 
 
 class DenyAll:
-    """Deny every destructive call (the non-interactive default)."""
+    """Deny every call that needs confirmation (the non-interactive default)."""
 
-    reason = "non-interactive run: destructive calls are denied by default"
+    reason = "non-interactive run: calls that need confirmation are denied by default"
 
     async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
         """Always False."""
@@ -26,7 +30,7 @@ class DenyAll:
 
 
 class AllowAll:
-    """Allow every destructive call: for sandboxes, benchmarks and tests, never for a user's phone."""
+    """Allow every call that needs confirmation: sandboxes, benchmarks and tests, never a user's phone."""
 
     reason = "allowed by policy (allow all)"
 

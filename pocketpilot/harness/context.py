@@ -88,8 +88,9 @@ def render_tool(spec: ToolSpec) -> str:
     line = f"- {spec.name}({', '.join(args)})"
     if spec.description:
         line += f": {spec.description}"
-    if spec.destructive:
-        line += " [needs user confirmation]"
+    if spec.needs_confirmation:
+        # a tool without a declared effect (a tap) asks only when what it hits needs it
+        line += " [needs user confirmation" + ("]" if spec.effect is not None else " when it sends, deletes or pays]")
     return line
 
 

@@ -5,13 +5,14 @@ it makes the change it was asked for, then turns on Wi-Fi, Bluetooth, do-not-dis
 brightness level one step after another (a tool list reads to it like a to-do list), and the
 user's phone ends up in a state nobody asked for. A prompt line against it did not hold.
 
-The guard is lexical and deliberately permissive. A *setting tool* is a ``set_*`` tool that
-takes no record id (``set_wifi``, ``set_ring_mode``; not ``set_alarm_enabled``, which changes
-a record the planner looked up). Its terms are the words of its name and description and its
-enum values ("ring", "mode", "vibrate", "silent"...). A call is in scope when one term occurs
-in what the run was told or found out: the request, the evidence (recalled memories), the
-memories a search returned, and the error messages of this run's results ("bluetooth is
-off" grounds turning Bluetooth on). Skill procedures do not count: they list every setting.
+The guard is lexical and deliberately permissive. A *setting tool* is one that declares
+effect ``setting`` (``set_wifi``, ``set_ring_mode``; not ``set_alarm_enabled``, which updates
+a record the planner looked up): the name is never read. Its terms are the words of its
+declared setting key and description and its enum values ("ring", "mode", "vibrate",
+"silent"...). A call is in scope when one term occurs in what the run was told or found out:
+the request, the evidence (recalled memories), the memories a search returned, and the error
+messages of this run's results ("bluetooth is off" grounds turning Bluetooth on). Skill
+procedures do not count: they list every setting.
 """
 
 from __future__ import annotations
@@ -48,14 +49,13 @@ def _stem(word: str) -> str:
 
 
 def is_setting(spec: ToolSpec) -> bool:
-    """A ``set_*`` tool without an id argument: it changes a device setting, not a record."""
-    props = spec.parameters.get("properties") or {}
-    return spec.name.startswith("set_") and not any(name == "id" or name.endswith("_id") for name in props)
+    """A tool that declares effect ``setting``: it changes a device setting, not a record."""
+    return spec.effect == "setting"
 
 
 def setting_terms(spec: ToolSpec) -> frozenset[str]:
-    """Stems of the words that name what ``spec`` changes (name, description, enum values)."""
-    words = _tokens(spec.name.removeprefix("set_")) | _tokens(spec.description)
+    """Stems of the words that name what ``spec`` changes (setting key, description, enum values)."""
+    words = _tokens(spec.setting or "") | _tokens(spec.description)
     for prop in (spec.parameters.get("properties", {}) or {}).values():
         for value in prop.get("enum", ()) if isinstance(prop, dict) else ():
             if isinstance(value, str):

@@ -47,6 +47,7 @@ from ..contracts import (
     utcnow,
 )
 from ..errors import ExecutorError, MemoryStoreError, PlannerError, PlannerOutputError, UsageError
+from ..executor.effects import ClassifiesEffects
 from ..handoff import review_handoff
 from ..trace import TraceWriter
 from .base import (
@@ -317,7 +318,6 @@ _FIXABLE = frozenset({"invalid_arguments", "not_found", "unsupported_unit", "pre
 right after one is sent back once."""
 _ASKS_TO_REMOVE = re.compile(r"\b(delete|remove|erase|clear|cancel|undo|get rid of|discard|turn (it )?off)\b", re.I)
 """Words with which a request asks to remove or stop something (then destroying is the request)."""
-_CREATES = re.compile(r"(create|add|new|save|make|insert|schedule)_")
 
 
 def _call_text(call: ToolCall) -> str:
@@ -858,21 +858,26 @@ class _RunState:
         """Why a destructive call would undo what this run created for the request (None: it does not).
 
         The traces show a small planner creating the note it was asked for, reading it back,
-        and then deleting it. A destructive call whose argument is the id of a record an
-        earlier call of this run created is held, unless the request itself asks to delete.
-        "Created" is read from the tool's name (``create_``, ``add_``, ``save_``…): tool specs
-        carry no create/read distinction, and the naming is the convention tool sets follow.
+        and then deleting it. A destructive call whose record id (its declared ``id_arg``; every
+        argument when it declares none) is the id of a record an earlier call of this run
+        created (a tool declaring effect ``create``) is held, unless the request itself asks
+        to delete.
         """
-        if not (self.cfg.recovery_hints and spec.destructive) or _ASKS_TO_REMOVE.search(self.request):
+        if not (self.cfg.recovery_hints and (spec.destructive or spec.effect == "delete")):
+            return None
+        if _ASKS_TO_REMOVE.search(self.request):
             return None
         created: dict[str, int] = {}
         for step in self.steps:
             if not isinstance(step.action, ToolCallAction):
                 continue
             for c, r in zip(step.action.calls, step.results):
-                if r.ok and _CREATES.match(c.name) and isinstance(r.data, dict) and "id" in r.data:
+                made = self.tools.get(c.name)
+                creates = made is not None and made.effect == "create"
+                if r.ok and creates and isinstance(r.data, dict) and "id" in r.data:
                     created.setdefault(str(r.data["id"]), step.index)
-        for value in call.arguments.values():
+        args = [call.arguments.get(spec.id_arg)] if spec.id_arg else list(call.arguments.values())
+        for value in args:
             if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) in created:
                 return (
                     f"{call.name} would undo step {created[str(value)]}: {value} was created by this run for the "
@@ -954,14 +959,32 @@ class _RunState:
         undo = self._undoes_own_work(call, spec)
         if undo is not None:
             return ToolResult.failure("not_allowed", undo), []
-        if spec.destructive:
-            allowed = await self.s.confirm(call, spec)
+        effective, detail = await self._effect_of(call, spec)
+        if effective.needs_confirmation:
+            allowed = await self.s.confirm(call, effective)
             reason = getattr(self.s.confirm, "reason", type(self.s.confirm).__name__)
+            what = f"{call.name} is {effective.effect_label()}{f' ({detail})' if detail else ''}"
             if not allowed:
-                message = f"{call.name} changes something that cannot be undone and was not confirmed ({reason})"
-                return ToolResult.failure("confirmation_denied", message), [f"confirmation denied for {call.name}: {reason}"]
-            return await self.s.executor.call(call), [f"confirmation granted for {call.name}: {reason}"]
+                message = f"{what}: it changes something that cannot be undone and was not confirmed ({reason})"
+                notice = f"confirmation denied for {what}: {reason}"
+                return ToolResult.failure("confirmation_denied", message), [notice]
+            return await self.s.executor.call(call), [f"confirmation granted for {what}: {reason}"]
         return await self.s.executor.call(call), []
+
+    async def _effect_of(self, call: ToolCall, spec: ToolSpec) -> tuple[ToolSpec, str]:
+        """The semantics confirmation goes by: the spec's, or what the executor says the call hits.
+
+        A tool that declares no effect (a tap) is what the executor classifies it as; a declared
+        one is stricter of the two, so a classification never waives a declared confirmation.
+        """
+        if not isinstance(self.s.executor, ClassifiesEffects):
+            return spec, ""
+        effect = await self.s.executor.effect_of(call)
+        if effect is None:
+            return spec, ""
+        if spec.effect is not None and (spec.needs_confirmation or not effect.needs_confirmation):
+            return spec, ""
+        return spec.with_effect(effect), effect.detail
 
     async def _memory_search(self, action: MemorySearch) -> _Outcome:
         assert self.s.memory is not None

@@ -190,7 +190,7 @@ def _texts(episode: Episode) -> Iterable[str]:
 
 def _safety(episode: Episode) -> list[str]:
     reasons: list[str] = []
-    destructive = {t.name for t in episode.header.tools if t.destructive}
+    destructive = {t.name for t in episode.header.tools if t.needs_confirmation}
     if any(call.name in destructive and res is not None and res.ok for _, call, res in episode.tool_calls()):
         reasons.append("destructive_tool")
     pii: set[str] = set()

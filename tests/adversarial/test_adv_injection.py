@@ -248,10 +248,6 @@ async def test_text_on_the_screen_cannot_send_through_the_send_tool(phone_on_adb
     assert not any("send:" in e for e in backend.events)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "A UI action takes no effect declaration yet (DESIGN round two: 'a tap on Send is a send'): "
-    "compose_sms + tap_element on the Send button sends without confirmation. Remove this mark when "
-    "UI effects are declared."))
 async def test_text_on_the_screen_cannot_send_by_tapping_send(phone_on_adb):
     backend, executor = phone_on_adb
     planner = ScriptedPlanner(

@@ -12,6 +12,7 @@ import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
 server = MCPServer("pocketpilot-test")
@@ -29,7 +30,7 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def forecast(city: str) -> Forecast:
     """Weather forecast for a city."""
     return Forecast(city=city, celsius=21.5)

@@ -48,10 +48,10 @@ def test_names_and_specs_convert() -> None:
         output_schema=None,
         annotations=hints,
     )
-    assert spec_from_mcp(tool, "rm", assume_destructive=False).destructive
+    assert spec_from_mcp(tool, "rm", assume_destructive=False).destructive  # an explicit hint always counts
     plain = SimpleNamespace(**{**vars(tool), "annotations": None})
+    assert spec_from_mcp(plain, "x").destructive and spec_from_mcp(plain, "x").open_world  # MCP's defaults
     assert not spec_from_mcp(plain, "x", assume_destructive=False).destructive
-    assert spec_from_mcp(plain, "x", assume_destructive=True).destructive
     reader = SimpleNamespace(
         **{**vars(tool), "annotations": SimpleNamespace(read_only_hint=True, destructive_hint=True)}
     )
@@ -78,6 +78,8 @@ async def test_stdio_server_tools_calls_and_errors(stdio_mcp: McpExecutor) -> No
     assert isinstance(ex, Executor)
     specs = {t.name: t for t in ex.tools()}
     assert {"add", "forecast", "refuse", "weird_name_", "crash", "sleep"} <= set(specs)
+    assert specs["forecast"].read_only and not specs["forecast"].needs_confirmation  # annotated by the server
+    assert specs["add"].destructive and specs["add"].open_world and not specs["add"].idempotent  # MCP's defaults
     assert specs["add"].parameters["required"] == ["a", "b"]  # inputSchema -> parameters
     assert (
         specs["forecast"].result_schema is not None
@@ -116,6 +118,9 @@ async def test_stdio_server_tools_calls_and_errors(stdio_mcp: McpExecutor) -> No
     assert episode.stop_reason == "finish"
     wifi, weather = episode.steps[0].results
     assert wifi.ok and phone.state.settings.wifi is False and weather.data["city"] == "Rome"
+    unannotated = ScriptedPlanner([ToolCallAction(calls=[ToolCall(name="add_note", arguments={"text": "x"})])])
+    denied = (await Session(unannotated, composite).run("note x")).steps[0].results[0]
+    assert denied.error is not None and denied.error.code == "confirmation_denied"  # DenyAll, MCP's defaults
 
 
 @pytest.mark.slow
@@ -125,8 +130,9 @@ async def test_stdio_server_dies_mid_session(stdio_mcp: McpExecutor) -> None:
         await ex.call(ToolCall(name="crash"))
     with pytest.raises(McpConnectionError, match="reconnect"):
         await ex.call(ToolCall(name="add", arguments={"a": 1, "b": 1}))
-    planner = ScriptedPlanner([ToolCallAction(calls=[ToolCall(name="add", arguments={"a": 1, "b": 1})])])
-    episode = await Session(planner, ex).run("add")
+    # a read-only tool: it needs no confirmation, so the call reaches the dead server
+    planner = ScriptedPlanner([ToolCallAction(calls=[ToolCall(name="forecast", arguments={"city": "Oslo"})])])
+    episode = await Session(planner, ex).run("weather")
     assert episode.stop_reason == "device_lost" and "MCP server" in episode.stop_detail
     await ex.reconnect()  # a fresh server process
     assert (await ex.call(ToolCall(name="add", arguments={"a": 1, "b": 1}))).data == {"result": 2}

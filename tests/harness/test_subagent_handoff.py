@@ -193,7 +193,6 @@ def test_every_call_changes_state_unless_declared_read_only():
     assert changes_state(None)
 
 
-@pytest.mark.skipif("read_only" not in ToolSpec.model_fields, reason="ToolSpec declares no read_only yet")
 def test_a_failed_read_only_lookup_does_not_unconfirm_a_hand_off():
     from pocketpilot.contracts import EpisodeHeader, Finish, PlannerInfo, Step, ToolCallAction
 

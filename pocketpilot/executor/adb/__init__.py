@@ -7,6 +7,7 @@ from .devices import DeviceInfo, alist_devices, connect_device, list_devices
 from .executor import AdbExecutor, AdbExecutorConfig, DeviceHealth, ShellResult
 from .journal import ActionJournal, JournalEntry
 from .screen import Element, Screen, parse_screen
+from .ui_effects import UiEffectClassifier
 
 __all__ = [
     "ActionJournal",
@@ -19,6 +20,7 @@ __all__ = [
     "JournalEntry",
     "Screen",
     "ShellResult",
+    "UiEffectClassifier",
     "alist_devices",
     "connect_device",
     "list_devices",

@@ -31,7 +31,7 @@ from typing import Any, Literal, TypeVar
 import adbutils
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...contracts import ToolCall, ToolResult, ToolSpec
+from ...contracts import ToolCall, ToolEffect, ToolResult, ToolSpec
 from ...errors import (
     DeviceError,
     DeviceOfflineError,
@@ -46,6 +46,7 @@ from .devices import connect_device, is_network_serial, list_devices
 from .journal import ActionJournal
 from .screen import Element, Screen, parse_screen
 from .server import PinnedAdbClient
+from .ui_effects import UiEffectClassifier
 
 __all__ = ["AdbExecutor", "AdbExecutorConfig", "DeviceHealth", "ShellResult"]
 
@@ -73,6 +74,10 @@ LABELS = {
     "com.android.launcher3": "Home",
 }
 """Labels of well-known packages: adb cannot read app labels without aapt on the device."""
+_FOCUS = re.compile(r"mCurrentFocus=Window\{\S+ \S+ ([^/\s}]+)/([^\s}]+)\}")
+_UI_ACTIONS = frozenset({"tap_element", "tap", "type_text"})
+"""This executor's tools whose effect is what they hit on screen (they declare none): each
+call is classified before it runs (:meth:`AdbExecutor.effect_of`)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,9 @@ class AdbExecutorConfig:
     reconnect_max_delay_s: float = 3.0
     connect_timeout_s: float = 5.0
     u2_port: int = 9008
+    uncertain_window_s: float = 600.0
+    """How long after a non-idempotent action became uncertain (the device dropped mid-send)
+    an identical call, under any key, is not sent again."""
 
 
 class ShellResult(BaseModel):
@@ -121,6 +129,8 @@ class AdbExecutor:
             (adbutils' global client reads it once at import time).
         config: timeouts and reconnect policy.
         journal: an action journal to share or persist; default a private in-memory one.
+        ui_effects: how UI actions are classified (label words, flows); default the tables
+            of :mod:`.ui_effects`.
     """
 
     def __init__(
@@ -132,6 +142,7 @@ class AdbExecutor:
         adb_port: int | None = None,
         config: AdbExecutorConfig | None = None,
         journal: ActionJournal | None = None,
+        ui_effects: UiEffectClassifier | None = None,
     ) -> None:
         self.serial = serial
         if client is None:
@@ -152,6 +163,9 @@ class AdbExecutor:
         self._needs_reconnect = False
         self._device_lock = threading.RLock()  # one device call at a time, across worker threads
         self._registry = ToolRegistry.from_object(self)
+        self.ui_effects = ui_effects or UiEffectClassifier()
+        self._classified: dict[str, ToolEffect] = {}
+        """What effect_of told the harness per call key, checked again when the call runs."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -277,12 +291,16 @@ class AdbExecutor:
             lambda d: _jsonrpc_call(d.adb_device, self._config.u2_port, method, params, 10.0, False)
         )
 
-    def _screen_sync(self) -> Screen:
+    def _dump_sync(self) -> Screen:
+        """The screen as it is now, without replacing the element list the planner last read."""
         xml = self._ui(lambda d: d.dump_hierarchy())
         try:
-            screen = parse_screen(xml)
+            return parse_screen(xml)
         except (ValueError, SyntaxError) as exc:
             raise DeviceOutputError(self.serial, "dumpWindowHierarchy", xml) from exc
+
+    def _screen_sync(self) -> Screen:
+        screen = self._dump_sync()
         self._screen = screen
         return screen
 
@@ -302,6 +320,74 @@ class AdbExecutor:
     def tools(self) -> list[ToolSpec]:
         """Every tool this executor offers."""
         return self._registry.tools()
+
+    async def effect_of(self, call: ToolCall) -> ToolEffect | None:
+        """What ``call`` would do if it ran now (the :class:`~..effects.ClassifiesEffects` protocol).
+
+        A declared tool's effect is its spec's. A UI action (a tap, typing into a chosen field)
+        takes the effect of what it would hit: the element under the tap point on a fresh dump
+        of the screen, the element the call chose, and the foreground flow (see
+        :mod:`.ui_effects`). When the call then runs and its target has become something that
+        needs confirmation the harness was not told about, it fails with ``screen_changed``
+        instead of tapping.
+
+        Raises:
+            DeviceError: the device is gone (after one reconnect), unauthorized or too slow.
+        """
+        t = self._registry[call.name] if call.name in self._registry else None
+        if t is None:
+            return None
+        if call.name not in _UI_ACTIONS:
+            return ToolEffect.declared(t.spec)
+        try:
+            parsed = t.args_model.model_validate(call.arguments)
+        except ValidationError:
+            return ToolEffect(effect="navigate", detail="invalid arguments: the call fails before reaching the device")
+        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        if self._needs_reconnect:
+            await self.reconnect()
+        try:
+            try:
+                effect = await self._run_sync(self._classify_sync, call.name, kwargs)
+            except DeviceOfflineError:
+                self._needs_reconnect = True
+                await self.reconnect()
+                effect = await self._run_sync(self._classify_sync, call.name, kwargs)
+        except DeviceOutputError as exc:  # a screen it cannot read: what the tool declares, the worst case
+            worst = ToolEffect.declared(t.spec)
+            return worst.model_copy(update={"detail": f"the screen could not be read: {exc}"})
+        self._classified[call.key()] = effect
+        return effect
+
+    def _focus_sync(self) -> str | None:
+        """``package/activity`` of the focused window (None when none is focused, e.g. the lock screen)."""
+        out = self._sh(["dumpsys", "window"]).output
+        match = _FOCUS.search(out)
+        return f"{match.group(1)}/{match.group(2)}" if match else None
+
+    def _classify_sync(self, name: str, kwargs: dict[str, Any]) -> ToolEffect:
+        """Classify a UI action on the screen as it is now (the planner's element list stays cached)."""
+        with self._device_lock:
+            fresh = self._dump_sync()
+            foreground = self._focus_sync() or fresh.package
+            verb = "type" if name == "type_text" else "tap"
+            if name == "tap":
+                point = (kwargs["x"], kwargs["y"])
+                return self.ui_effects.classify(fresh, foreground, point=point, verb=verb)
+            index, resource_id = kwargs.get("index"), kwargs.get("resource_id")
+            text = kwargs.get("text") if name == "tap_element" else None
+            typed = kwargs.get("text") if name == "type_text" else None
+            if name == "type_text" and index is None and resource_id is None:
+                return self.ui_effects.classify(fresh, foreground, point=None, typed=typed, verb=verb)
+            if index is None and resource_id is None and text is None:
+                return ToolEffect(effect="navigate", detail="no target given: the call fails without tapping")
+            screen = self._screen if (index is not None and self._screen is not None) else fresh
+            target = screen.find(index=index, resource_id=resource_id, text=text)
+            if target is None:
+                return ToolEffect(effect="navigate", detail="no element matches: the call fails, tapping nothing")
+            return self.ui_effects.classify(
+                fresh, foreground, point=target.center, target=target, typed=typed, verb=verb
+            )
 
     async def shell(self, cmd: str | list[str], *, timeout_s: float | None = None) -> ShellResult:
         """Run a shell command (not journaled: for reads and diagnostics)."""
@@ -375,6 +461,7 @@ class AdbExecutor:
             )
             return ToolResult.failure("invalid_arguments", f"{call.name}: {msg}")
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        cleared = self._classified.pop(call.key(), None)
         key = idempotency_key or uuid.uuid4().hex
         previous = self.journal.get(key)
         if previous is not None:
@@ -382,12 +469,17 @@ class AdbExecutor:
                 return previous.result
             if previous.state in {"uncertain", "pending"} and not previous.idempotent:
                 return _outcome_unknown(call.name)
+        if not t.idempotent:
+            since = time.time() - self._config.uncertain_window_s
+            twin = self.journal.uncertain_twin(self.serial, call.name, call.arguments, since=since)
+            if twin is not None:
+                return _outcome_unknown(call.name, again=True)
         if self._needs_reconnect:
             await self.reconnect()
         self.journal.begin(key, self.serial, call.name, call.arguments, t.idempotent)
         for attempt in (1, 2):
             try:
-                result = await self._run_sync(self._invoke, t, kwargs)
+                result = await self._run_sync(self._invoke, t, kwargs, cleared)
             except DeviceOfflineError:
                 self.journal.mark_uncertain(key)
                 self._needs_reconnect = True
@@ -409,9 +501,19 @@ class AdbExecutor:
             return result
         raise AssertionError("unreachable")
 
-    def _invoke(self, t: Tool, kwargs: dict[str, Any]) -> ToolResult:
+    def _invoke(self, t: Tool, kwargs: dict[str, Any], cleared: ToolEffect | None = None) -> ToolResult:
         try:
-            value = t(**kwargs)
+            with self._device_lock:  # the check and the action see the same screen
+                if cleared is not None and t.name in _UI_ACTIONS:
+                    now = self._classify_sync(t.name, kwargs)
+                    confirmed = cleared.needs_confirmation and cleared.effect == now.effect
+                    if now.needs_confirmation and not confirmed:
+                        return ToolResult.failure(
+                            "screen_changed",
+                            f"{t.name} was not run: the screen changed since it was checked, and it would "
+                            f"now be a {now.effect_label()} ({now.detail}). Read the screen and call again.",
+                        )
+                value = t(**kwargs)
         except ToolFailure as failure:
             return ToolResult.failure(failure.code, failure.message, failure.data)
         except DeviceOutputError as exc:
@@ -435,7 +537,7 @@ class AdbExecutor:
         except ValueError:
             raise DeviceOutputError(self.serial, f"settings get {namespace} {key}", raw) from None
 
-    @tool
+    @tool(effect="read", idempotent=True)
     def get_settings(self) -> dict[str, Any]:
         """Read the current system settings (wifi, bluetooth, do_not_disturb, brightness, ring_mode)."""
         script = (
@@ -463,7 +565,7 @@ class AdbExecutor:
         if self._setting("global", key) != ("1" if enabled else "0"):
             self._put("global", key, "1" if enabled else "0")
 
-    @tool
+    @tool(effect="setting", setting="wifi", idempotent=True)
     def set_wifi(self, enabled: bool) -> dict[str, Any]:
         """Turn Wi-Fi on or off.
 
@@ -473,7 +575,7 @@ class AdbExecutor:
         self._toggle("wifi", "wifi_on", enabled)
         return {"wifi": enabled}
 
-    @tool
+    @tool(effect="setting", setting="bluetooth", idempotent=True)
     def set_bluetooth(self, enabled: bool) -> dict[str, Any]:
         """Turn Bluetooth on or off.
 
@@ -483,7 +585,7 @@ class AdbExecutor:
         self._toggle("bluetooth", "bluetooth_on", enabled)
         return {"bluetooth": enabled}
 
-    @tool
+    @tool(effect="setting", setting="do_not_disturb", idempotent=True)
     def set_do_not_disturb(self, enabled: bool) -> dict[str, Any]:
         """Turn do-not-disturb on or off.
 
@@ -493,7 +595,7 @@ class AdbExecutor:
         self._put("global", "zen_mode", "1" if enabled else "0")
         return {"do_not_disturb": enabled}
 
-    @tool
+    @tool(effect="setting", setting="brightness", idempotent=True)
     def set_brightness(
         self, level: int = Field(ge=0, le=100, description="Brightness from 0 to 100.")
     ) -> dict[str, Any]:
@@ -506,7 +608,7 @@ class AdbExecutor:
         self._put("system", "screen_brightness", str(round(level * 255 / 100)))
         return {"brightness": level}
 
-    @tool
+    @tool(effect="setting", setting="ring_mode", idempotent=True)
     def set_ring_mode(self, mode: Literal["normal", "vibrate", "silent"]) -> dict[str, Any]:
         """Set the ring mode: normal, vibrate or silent.
 
@@ -534,7 +636,7 @@ class AdbExecutor:
             info = self._device().app_current()
         return info.package, info.activity
 
-    @tool
+    @tool(effect="navigate", idempotent=True)
     def launch_app(
         self,
         app: str = Field(
@@ -561,13 +663,13 @@ class AdbExecutor:
             raise ToolFailure("not_launchable", f"{package} has no launcher activity")
         return {"foreground": package, "label": LABELS.get(package, package.rsplit(".", 1)[-1].capitalize())}
 
-    @tool
+    @tool(effect="read", idempotent=True)
     def get_foreground_app(self) -> dict[str, Any]:
         """Read which app is in front (package and name)."""
         package, _ = self._foreground()
         return {"package": package, "label": LABELS.get(package, package.rsplit(".", 1)[-1].capitalize())}
 
-    @tool
+    @tool(effect="read", idempotent=True)
     def list_apps(self) -> list[dict[str, str]]:
         """List installed apps (name and package)."""
         return [
@@ -600,7 +702,7 @@ class AdbExecutor:
         if errors:  # am start exits 0 even when nothing handles the intent
             raise ToolFailure("no_sms_app", errors[0])
 
-    @tool
+    @tool(effect="navigate", idempotent=True)
     def compose_sms(
         self,
         to: str = Field(min_length=1, max_length=80, description="A phone number."),
@@ -615,7 +717,7 @@ class AdbExecutor:
         self._compose(to, body)
         return {"to": to.strip(), "status": "composed"}
 
-    @tool(destructive=True)
+    @tool(effect="send", destructive=True, idempotent=False, open_world=True)
     def send_sms(
         self,
         to: str = Field(min_length=1, max_length=80, description="A phone number."),
@@ -629,14 +731,7 @@ class AdbExecutor:
         """
         self._compose(to, body)
         screen = self._screen_sync()
-        button = next(
-            (
-                e
-                for e in screen.elements
-                if "send_message_button" in e.resource_id or e.content_desc.lower().startswith("send")
-            ),
-            None,
-        )
+        button = next((e for e in screen.elements if e.clickable and self.ui_effects.action_of(e) == "send"), None)
         if button is None:
             raise ToolFailure("send_button_missing", "the compose screen has no Send button")
         self._click_once(*button.center)
@@ -644,7 +739,7 @@ class AdbExecutor:
 
     # ------------------------------------------------------------------ tools: generic UI
 
-    @tool
+    @tool(effect="read", idempotent=True)
     def read_screen(self) -> dict[str, Any]:
         """Read the current screen as a numbered list of elements (use the numbers with tap_element)."""
         screen = self._screen_sync()
@@ -661,7 +756,7 @@ class AdbExecutor:
             )
         return element
 
-    @tool(idempotent=False)
+    @tool(destructive=True, idempotent=False, open_world=True)
     def tap_element(
         self,
         index: int | None = Field(None, ge=0, description="Element number from read_screen."),
@@ -680,7 +775,7 @@ class AdbExecutor:
         self._screen = None  # indices are stale once the screen may have changed
         return {"tapped": element.line()}
 
-    @tool(idempotent=False)
+    @tool(destructive=True, idempotent=False, open_world=True)
     def tap(self, x: int = Field(ge=0, le=10000), y: int = Field(ge=0, le=10000)) -> dict[str, Any]:
         """Tap the screen at pixel coordinates.
 
@@ -692,7 +787,7 @@ class AdbExecutor:
         self._screen = None
         return {"tapped": [x, y]}
 
-    @tool(idempotent=False)
+    @tool(destructive=True, idempotent=False, open_world=True)
     def type_text(
         self,
         text: str = Field(min_length=1, max_length=1000, description="Text to type."),
@@ -716,7 +811,7 @@ class AdbExecutor:
         self._screen = None
         return {"typed": text}
 
-    @tool(idempotent=False)
+    @tool(effect="navigate", idempotent=False)
     def scroll(
         self,
         direction: Literal["up", "down"] = "down",
@@ -739,21 +834,21 @@ class AdbExecutor:
         self._screen = None
         return {"scrolled": direction}
 
-    @tool(idempotent=False)
+    @tool(effect="navigate", idempotent=False)
     def press_back(self) -> dict[str, Any]:
         """Press the Back key."""
         self._ui(lambda d: d.press("back"))
         self._screen = None
         return {"pressed": "back"}
 
-    @tool
+    @tool(effect="navigate", idempotent=True)
     def press_home(self) -> dict[str, Any]:
         """Go to the home screen."""
         self._ui(lambda d: d.press("home"))
         self._screen = None
         return {"pressed": "home"}
 
-    @tool
+    @tool(effect="read", idempotent=True)
     def take_screenshot(self) -> dict[str, Any]:
         """Take a screenshot (PNG, base64); only when the element list is not enough."""
         with self._device_lock, adb_errors(self.serial, known=self._seen_online):
@@ -767,7 +862,14 @@ class AdbExecutor:
         }
 
 
-def _outcome_unknown(name: str) -> ToolResult:
+def _outcome_unknown(name: str, *, again: bool = False) -> ToolResult:
+    if again:
+        return ToolResult.failure(
+            "outcome_unknown",
+            f"an identical {name} may already have taken effect when the device dropped; it was not sent "
+            "again because it is not safe to repeat. Read the screen to see whether it took effect; if it "
+            "did not, tell the user.",
+        )
     return ToolResult.failure(
         "outcome_unknown",
         f"the device dropped while {name} was being sent; it was not sent again because it is not safe "

@@ -69,6 +69,24 @@ class ActionJournal:
         with self._lock:
             return [e for e in self._entries.values() if serial is None or e.serial == serial]
 
+    def uncertain_twin(
+        self, serial: str, tool: str, arguments: dict[str, Any], *, since: float
+    ) -> JournalEntry | None:
+        """The latest uncertain non-idempotent entry of the same call on ``serial`` since ``since``.
+
+        A planner told ``outcome_unknown`` often sends the very same call again under a new
+        key; if the first one did reach the phone, that is the double send the journal exists
+        to prevent.
+        """
+        with self._lock:
+            twins = [
+                e
+                for e in self._entries.values()
+                if e.serial == serial and e.tool == tool and e.arguments == arguments
+                and e.state == "uncertain" and not e.idempotent and e.at >= since
+            ]
+        return twins[-1] if twins else None
+
     def _put(self, entry: JournalEntry) -> JournalEntry:
         with self._lock:
             self._entries[entry.key] = entry

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...contracts import ToolResult, ToolSpec
+from pydantic import ValidationError
 
-__all__ = ["result_from_mcp", "spec_from_mcp", "tool_name"]
+from ...contracts import ToolResult, ToolSpec
+from ...errors import ContractError
+
+__all__ = ["MCP_DEFAULTS", "result_from_mcp", "spec_from_mcp", "tool_name"]
 
 _BAD = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -27,25 +30,54 @@ def tool_name(name: str, prefix: str | None, taken: Iterable[str] = ()) -> str:
     return candidate
 
 
-def spec_from_mcp(tool: Any, name: str, *, assume_destructive: bool) -> ToolSpec:
-    """ToolSpec of one ``mcp.types.Tool``: inputSchema -> parameters, outputSchema -> result_schema.
+MCP_DEFAULTS = {"read_only": False, "destructive": True, "idempotent": False, "open_world": True}
+"""What the MCP specification assumes of a tool whose server gives no annotation."""
 
-    MCP's ``destructiveHint`` defaults to true when a server says nothing; gating every
-    unannotated tool behind confirmation would make most servers unusable, so that default
-    applies only with ``assume_destructive``. An explicit hint always counts, and a tool
-    marked read-only is never destructive.
+_HINTS = {
+    "read_only": "read_only_hint",
+    "destructive": "destructive_hint",
+    "idempotent": "idempotent_hint",
+    "open_world": "open_world_hint",
+}
+
+
+def spec_from_mcp(
+    tool: Any, name: str, *, assume_destructive: bool = True, declared: Mapping[str, Any] | None = None
+) -> ToolSpec:
+    """ToolSpec of one ``mcp.types.Tool``: inputSchema -> parameters, outputSchema -> result_schema,
+    annotations -> the semantics.
+
+    A hint the server leaves out takes MCP's default (not read-only, destructive, not
+    idempotent, open-world), so an unannotated tool goes through confirmation like any other
+    destructive one: the server did not say it is harmless, and nothing else may guess it.
+    ``assume_destructive=False`` opts out of the destructive default (a server its user trusts);
+    ``declared`` overrides the semantics of this one tool (``{"read_only": True}``), for a
+    server that annotates nothing. A read-only tool is never destructive and always idempotent
+    (MCP gives the other hints meaning only when ``readOnlyHint`` is false).
+
+    Raises:
+        ContractError: ``declared`` holds inconsistent semantics or unknown keys.
     """
     hints = tool.annotations
-    read_only = bool(hints is not None and hints.read_only_hint)
-    hinted = hints.destructive_hint if hints is not None else None
-    destructive = not read_only and (hinted if hinted is not None else assume_destructive)
-    return ToolSpec(
-        name=name,
-        description=(tool.description or tool.title or "").strip(),
-        parameters=dict(tool.input_schema or {"type": "object", "properties": {}}),
-        destructive=bool(destructive),
-        result_schema=dict(tool.output_schema) if tool.output_schema else None,
-    )
+    values: dict[str, Any] = dict(MCP_DEFAULTS, destructive=assume_destructive)
+    for field, hint in _HINTS.items():
+        given = getattr(hints, hint, None) if hints is not None else None
+        if given is not None:
+            values[field] = bool(given)
+    values.update(declared or {})
+    if values["read_only"]:
+        values.update(destructive=False, idempotent=True)
+        values.setdefault("effect", "read")
+    try:
+        return ToolSpec(
+            name=name,
+            description=(tool.description or tool.title or "").strip(),
+            parameters=dict(tool.input_schema or {"type": "object", "properties": {}}),
+            result_schema=dict(tool.output_schema) if tool.output_schema else None,
+            **values,
+        )
+    except ValidationError as exc:
+        raise ContractError(f"MCP tool {name!r}: {exc.errors(include_url=False)[0]['msg']}") from exc
 
 
 def _content(block: Any) -> Any:

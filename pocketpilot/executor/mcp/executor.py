@@ -6,7 +6,8 @@ from any task (a session's parallel batch, several sessions) go through the shar
 session. Normalization at the edge:
 
 - ``tools/list`` -> :class:`~pocketpilot.contracts.ToolSpec` (inputSchema -> parameters,
-  outputSchema -> result_schema, annotations -> destructive), names made valid and unique;
+  outputSchema -> result_schema, annotations -> the semantics, with MCP's defaults where a
+  server gives none), names made valid and unique;
 - a ``CallToolResult`` -> :class:`~pocketpilot.contracts.ToolResult` (``isError`` -> ``ok=False``
   with code ``mcp_tool_error``; arguments that fail the input schema -> ``invalid_arguments``
   without a round trip);
@@ -22,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import anyio
@@ -74,7 +75,10 @@ class McpExecutor:
         server: :func:`stdio_server` parameters or an HTTP URL (:func:`http_server`).
         prefix: prepended to every tool name (``"weather.forecast"``) to keep servers apart.
         timeout_s: how long one call (and the start-up handshake) may take.
-        assume_destructive: treat tools without annotations as destructive (MCP's default).
+        assume_destructive: treat a tool without a ``destructiveHint`` as destructive (MCP's
+            default, so it needs confirmation); False only for a server its user trusts.
+        semantics: per server tool name, semantics that override the server's annotations
+            (``{"forecast": {"read_only": True}}``), for servers that annotate nothing.
         errlog: where a stdio server's stderr goes (default: this process's stderr).
     """
 
@@ -84,7 +88,8 @@ class McpExecutor:
         *,
         prefix: str | None = None,
         timeout_s: float = 30.0,
-        assume_destructive: bool = False,
+        assume_destructive: bool = True,
+        semantics: Mapping[str, Mapping[str, Any]] | None = None,
         errlog: TextIO | None = None,
     ) -> None:
         _require_mcp()
@@ -93,6 +98,12 @@ class McpExecutor:
         self.prefix = prefix
         self.timeout_s = timeout_s
         self.assume_destructive = assume_destructive
+        self.semantics = {k: dict(v) for k, v in (semantics or {}).items()}
+        allowed = set(ToolSpec.model_fields) - {"name", "description", "parameters", "result_schema"}
+        for tool, declared in self.semantics.items():
+            unknown = sorted(set(declared) - allowed)
+            if unknown:
+                raise UsageError(f"semantics for {tool!r}: unknown field(s) {', '.join(unknown)}")
         self._errlog = errlog
         self._client: Any = None
         self._owner: asyncio.Task[None] | None = None
@@ -164,7 +175,8 @@ class McpExecutor:
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
                 name = tool_name(tool.name, self.prefix, specs)
-                specs[name] = spec_from_mcp(tool, name, assume_destructive=self.assume_destructive)
+                declared = self.semantics.get(tool.name)
+                specs[name] = spec_from_mcp(tool, name, assume_destructive=self.assume_destructive, declared=declared)
                 names[name] = tool.name
             cursor = page.next_cursor
             if not cursor:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+from pydantic import ValidationError
 
 from ...contracts import ToolCall, ToolError, ToolResult, ToolSpec
 from ...errors import ToolDefinitionError
@@ -81,13 +82,18 @@ class SimulatedTool:
         invariants: Sequence[Invariant] = (),
     ) -> SimulatedTool:
         """Shorthand that builds the ToolSpec too."""
-        spec = ToolSpec(
-            name=name,
-            description=description,
-            parameters=parameters or {"type": "object", "properties": {}},
-            destructive=destructive,
-            result_schema=result_schema,
-        )
+        try:
+            spec = ToolSpec(
+                name=name,
+                description=description,
+                parameters=parameters or {"type": "object", "properties": {}},
+                destructive=destructive,
+                read_only=read_only,
+                idempotent=read_only,
+                result_schema=result_schema,
+            )
+        except ValidationError as exc:
+            raise ToolDefinitionError(f"simulated tool {name!r}: {exc.errors(include_url=False)[0]['msg']}") from exc
         return cls(spec=spec, read_only=read_only, invariants=tuple(invariants))
 
 

@@ -19,7 +19,7 @@ class CalculatorApp(App):
 
     name = "calculator"
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def calculate(
         self,
         expression: str = Field(

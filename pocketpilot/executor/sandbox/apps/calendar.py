@@ -35,7 +35,7 @@ class CalendarApp(App):
 
     name = "calendar"
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def list_events(
         self, date: str = Field(pattern=_DATE, description="YYYY-MM-DD.")
     ) -> list[dict[str, Any]]:
@@ -51,7 +51,7 @@ class CalendarApp(App):
             if e.start.date() == day
         ]
 
-    @tool
+    @tool(effect="create", name_arg="title", idempotent=False)
     async def create_event(
         self,
         title: str = Field(min_length=1, max_length=100, description="Event title."),
@@ -85,7 +85,7 @@ class CalendarApp(App):
         cal.next_id += 1
         return _event(event)
 
-    @tool(destructive=True)
+    @tool(effect="delete", destructive=True, id_arg="event_id", idempotent=True)
     async def delete_event(self, event_id: str) -> dict[str, Any]:
         """Delete a calendar event by id.
 

@@ -18,12 +18,12 @@ class CastApp(App):
 
     name = "cast"
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def get_cast_status(self) -> dict[str, Any]:
         """Read whether the screen is being cast, to which target, and the available targets."""
         return self.state.cast.model_dump()
 
-    @tool
+    @tool(effect="update", idempotent=True, open_world=True)
     async def start_cast(
         self,
         target: str = Field(min_length=1, max_length=60, description="Display name, e.g. Living Room TV."),
@@ -44,7 +44,7 @@ class CastApp(App):
         cast.active, cast.target = True, match[0]
         return {"active": True, "target": match[0]}
 
-    @tool
+    @tool(effect="update", idempotent=True)
     async def stop_cast(self) -> dict[str, Any]:
         """Stop the current screen cast."""
         cast = self.state.cast

@@ -27,7 +27,7 @@ class ClockApp(App):
                 return alarm
         raise ToolFailure("not_found", f"no alarm with id {alarm_id!r}")
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def get_current_time(self) -> dict[str, str]:
         """Read the current local date, time and weekday."""
         now = self.state.now
@@ -38,12 +38,12 @@ class ClockApp(App):
             "iso": now.isoformat(),
         }
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def list_alarms(self) -> list[dict[str, Any]]:
         """List alarms (id, time, label, enabled)."""
         return [a.model_dump() for a in self.state.alarms.items]
 
-    @tool
+    @tool(effect="create", name_arg="label", idempotent=False)
     async def create_alarm(
         self,
         time: str = Field(pattern=_HHMM, description="HH:MM, 24-hour, e.g. 06:30."),
@@ -63,7 +63,7 @@ class ClockApp(App):
         alarms.next_id += 1
         return alarm.model_dump()
 
-    @tool
+    @tool(effect="update", id_arg="alarm_id", idempotent=True)
     async def set_alarm_enabled(self, alarm_id: str, enabled: bool) -> dict[str, Any]:
         """Turn an existing alarm on or off.
 
@@ -75,7 +75,7 @@ class ClockApp(App):
         alarm.enabled = enabled
         return alarm.model_dump()
 
-    @tool(destructive=True)
+    @tool(effect="delete", destructive=True, id_arg="alarm_id", idempotent=True)
     async def delete_alarm(self, alarm_id: str) -> dict[str, Any]:
         """Delete an alarm by id.
 

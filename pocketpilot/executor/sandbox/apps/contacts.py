@@ -54,7 +54,7 @@ class ContactsApp(App):
 
     name = "contacts"
 
-    @tool
+    @tool(effect="read", name_arg="name", idempotent=True)
     async def lookup_contact(
         self,
         name: str = Field(
@@ -68,7 +68,7 @@ class ContactsApp(App):
         """
         return resolve_contact(self.state, name).model_dump()
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def list_contacts(self) -> list[dict[str, Any]]:
         """List all contacts (id, name, phone)."""
         return [{"id": c.id, "name": c.name, "phone": c.phone} for c in self.state.contacts.items]

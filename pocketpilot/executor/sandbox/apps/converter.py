@@ -19,7 +19,7 @@ class ConverterApp(App):
 
     name = "converter"
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def convert_units(
         self,
         value: float,

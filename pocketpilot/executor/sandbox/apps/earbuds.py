@@ -17,12 +17,12 @@ class EarbudsApp(App):
 
     name = "earbuds"
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def get_earbuds_status(self) -> dict[str, Any]:
         """Read the earbuds' connection, noise control mode and battery."""
         return self.state.earbuds.model_dump()
 
-    @tool
+    @tool(effect="update", idempotent=True)
     async def connect_earbuds(self) -> dict[str, Any]:
         """Connect the paired earbuds (Bluetooth must be on)."""
         state = self.state
@@ -33,7 +33,7 @@ class EarbudsApp(App):
         state.earbuds.connected = True
         return {"connected": True, "name": state.earbuds.name}
 
-    @tool
+    @tool(effect="setting", setting="noise_control", idempotent=True)
     async def set_noise_control(self, mode: NoiseControl) -> dict[str, Any]:
         """Set the earbuds' noise control: off, transparency or noise_cancelling.
 

@@ -33,7 +33,7 @@ class HealthApp(App):
                 "invalid_arguments", f"date must be today, yesterday or YYYY-MM-DD, not {when!r}"
             ) from exc
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def query_health(
         self,
         metric: Literal["steps", "heart_rate", "sleep"],

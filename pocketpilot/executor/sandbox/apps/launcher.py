@@ -18,7 +18,7 @@ class LauncherApp(App):
 
     name = "launcher"
 
-    @tool
+    @tool(effect="navigate", idempotent=True)
     async def launch_app(
         self,
         app: str = Field(
@@ -40,14 +40,14 @@ class LauncherApp(App):
                 return {"foreground": info.package, "label": info.label}
         raise ToolFailure("not_found", f"no installed app named {app!r}")
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def get_foreground_app(self) -> dict[str, Any]:
         """Read which app is in front (package and name)."""
         state = self.state
         labels = {a.package: a.label for a in state.installed_apps}
         return {"package": state.foreground_app, "label": labels.get(state.foreground_app, "Home")}
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def list_apps(self) -> list[dict[str, str]]:
         """List installed apps (name and package)."""
         return [{"label": a.label, "package": a.package} for a in self.state.installed_apps]

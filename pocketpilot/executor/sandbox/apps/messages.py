@@ -22,7 +22,7 @@ class MessagesApp(App):
 
     name = "messages"
 
-    @tool(destructive=True)
+    @tool(effect="send", destructive=True, idempotent=False, open_world=True)
     async def send_sms(
         self,
         to: str = Field(
@@ -50,7 +50,7 @@ class MessagesApp(App):
         msgs.next_id += 1
         return {"id": message.id, "to": contact or number, "number": number, "status": "sent"}
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def read_inbox(
         self,
         sender: str | None = Field(

@@ -25,7 +25,7 @@ class NotesApp(App):
                 return note
         raise ToolFailure("not_found", f"no note with id {note_id!r}")
 
-    @tool
+    @tool(effect="create", name_arg="title", idempotent=False)
     async def create_note(
         self,
         title: str = Field(min_length=1, max_length=100, description="Note title."),
@@ -43,12 +43,12 @@ class NotesApp(App):
         notes.next_id += 1
         return {"id": note.id, "title": title}
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def list_notes(self) -> list[dict[str, Any]]:
         """List all notes (id and title)."""
         return [{"id": n.id, "title": n.title} for n in self.state.notes.items]
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def search_notes(
         self,
         query: str = Field(min_length=1, max_length=100, description="Text to look for (case-insensitive)."),
@@ -65,7 +65,7 @@ class NotesApp(App):
             if q in n.title.lower() or q in n.body.lower()
         ]
 
-    @tool
+    @tool(effect="read", id_arg="note_id", idempotent=True)
     async def read_note(self, note_id: str) -> dict[str, Any]:
         """Read one note by id.
 
@@ -74,7 +74,7 @@ class NotesApp(App):
         """
         return self._find(note_id).model_dump(mode="json")
 
-    @tool(destructive=True)
+    @tool(effect="delete", destructive=True, id_arg="note_id", idempotent=True)
     async def delete_note(self, note_id: str) -> dict[str, Any]:
         """Delete a note by id.
 

@@ -15,13 +15,13 @@ class PowerApp(App):
 
     name = "power"
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def get_device_info(self) -> dict[str, Any]:
         """Read the device model, Android version, battery level and current time."""
         state = self.state
         return {**state.device.model_dump(exclude={"powered_on"}), "now": state.now.isoformat()}
 
-    @tool(destructive=True)
+    @tool(effect="update", destructive=True, idempotent=True)
     async def power_off(self) -> dict[str, Any]:
         """Power the phone off; nothing else works afterwards."""
         state = self.state

@@ -18,12 +18,12 @@ class SettingsApp(App):
 
     name = "settings"
 
-    @tool
+    @tool(effect="read", idempotent=True)
     async def get_settings(self) -> dict[str, Any]:
         """Read the current system settings (wifi, bluetooth, do_not_disturb, brightness, ring_mode)."""
         return self.state.settings.model_dump()
 
-    @tool
+    @tool(effect="setting", setting="wifi", idempotent=True)
     async def set_wifi(self, enabled: bool) -> dict[str, Any]:
         """Turn Wi-Fi on or off.
 
@@ -33,7 +33,7 @@ class SettingsApp(App):
         self.state.settings.wifi = enabled
         return {"wifi": enabled}
 
-    @tool
+    @tool(effect="setting", setting="bluetooth", idempotent=True)
     async def set_bluetooth(self, enabled: bool) -> dict[str, Any]:
         """Turn Bluetooth on or off (off disconnects the earbuds).
 
@@ -46,7 +46,7 @@ class SettingsApp(App):
             state.earbuds.connected = False
         return {"bluetooth": enabled}
 
-    @tool
+    @tool(effect="setting", setting="do_not_disturb", idempotent=True)
     async def set_do_not_disturb(self, enabled: bool) -> dict[str, Any]:
         """Turn do-not-disturb on or off.
 
@@ -56,7 +56,7 @@ class SettingsApp(App):
         self.state.settings.do_not_disturb = enabled
         return {"do_not_disturb": enabled}
 
-    @tool
+    @tool(effect="setting", setting="brightness", idempotent=True)
     async def set_brightness(
         self, level: int = Field(ge=0, le=100, description="Brightness from 0 to 100.")
     ) -> dict[str, Any]:
@@ -68,7 +68,7 @@ class SettingsApp(App):
         self.state.settings.brightness = level
         return {"brightness": level}
 
-    @tool
+    @tool(effect="setting", setting="ring_mode", idempotent=True)
     async def set_ring_mode(self, mode: RingMode) -> dict[str, Any]:
         """Set the ring mode: normal, vibrate or silent.
 
