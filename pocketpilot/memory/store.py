@@ -317,8 +317,11 @@ class SqliteMemory:
             "AND status IN ('active', 'candidate') AND (tier = ? OR proposed_tier = ?) LIMIT 1",
             (owner, chash, cand.tier, cand.tier),
         )
+        # Newest first down the (owner, observed_at) index, stopping at the first non-review
+        # row: one probe, where max() with the tier filter would scan the owner's rows.
         newest = self._db.scalar(
-            "SELECT max(observed_at) FROM items WHERE owner = ? AND tier != 'review'", (owner,)
+            "SELECT observed_at FROM items WHERE owner = ? AND tier != 'review' ORDER BY observed_at DESC LIMIT 1",
+            (owner,),
         )
         same_key: list[ExistingFact] = []
         if cand.key:
