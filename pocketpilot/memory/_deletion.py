@@ -16,12 +16,16 @@ found: an episode summary's stock phrases must not cascade into every other summ
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from ._db import Database
-from .ledger import QUOTE_WORDS, quotes, window_digests, words
+from .ledger import QUOTE_WORDS, DeletionLedger, quotes, window_digests, words
 
-__all__ = ["Row", "expand_derived", "record_deleted"]
+if TYPE_CHECKING:
+    from .vectors import VectorIndex
+
+__all__ = ["Row", "delete_rows", "expand_derived", "load_ledger", "record_deleted"]
 
 Row = tuple[int, str, str]
 """``(rid, id, owner)`` of an item to delete."""
@@ -89,3 +93,42 @@ def record_deleted(conn: Any, key: bytes, owner: str, item_id: str, content: str
         "ON CONFLICT(owner, digest) DO UPDATE SET deleted_at = max(deleted_at, excluded.deleted_at)",
         [(owner, digest, span, now) for digest, span in window_digests(key, content).items()],
     )
+
+
+def delete_rows(db: Database, vectors: VectorIndex | None, key: bytes, rows: list[Row], *, derived: bool) -> list[Row]:
+    """Delete ``rows`` (plus their derived copies when ``derived``) in one transaction; returns what went.
+
+    Each item leaves the base table (FTS follows by trigger) and the vector tables, its recall
+    tags go, and the ledger records it; then the file is purged of the text
+    (:meth:`.Database.purge_deleted_text`).
+    """
+    now = time.time()
+    with db.transaction() as conn:
+        if derived:
+            rows = expand_derived(db, rows)
+        for rid, item_id, owner in rows:
+            got = db.query("SELECT content, content_hash FROM items WHERE rid = ?", (rid,))
+            conn.execute("DELETE FROM items WHERE id = ?", (item_id,))
+            # Recall tags go too: one left behind would still call a restatement of the fact
+            # "recalled", and it holds the deleted content's hash.
+            chash = got[0][1] if got else None
+            conn.execute("DELETE FROM recalls WHERE owner = ? AND (item_id = ? OR content_hash = ?)",
+                         (owner, item_id, chash))
+            if got:
+                record_deleted(conn, key, owner, item_id, str(got[0][0]), now)
+        if vectors is not None:
+            vectors.delete([r for r, _, _ in rows])
+    db.purge_deleted_text()
+    return rows
+
+
+def load_ledger(db: Database, key: bytes, owner: str | None) -> DeletionLedger:
+    """The ledger of ``owner``'s deletions (None: every owner's)."""
+    where, params = ("", ()) if owner is None else (" WHERE owner = ?", (owner,))
+    ids = {str(i): float(t) for i, t in db.query(f"SELECT id, deleted_at FROM deleted{where}", params)}
+    digests: dict[bytes, float] = {}
+    lengths: set[int] = set()
+    for digest, span, at in db.query(f"SELECT digest, span, deleted_at FROM deleted_text{where}", params):
+        digests[bytes(digest)] = max(float(at), digests.get(bytes(digest), 0.0))
+        lengths.add(int(span))
+    return DeletionLedger((key,), ids, digests, frozenset(lengths))

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import MemoryAccessError, MemoryNotFoundError, MemorySchemaError
 from ._db import Database
-from ._deletion import Row, expand_derived, record_deleted
+from ._deletion import Row, delete_rows, load_ledger
 from ._rows import COLUMNS, check_content, content_hash, epoch, row_to_item
 from .access import SHARED_OWNER, AccessPolicy, Caller, Operation
 from .embedders import Embedder
@@ -829,26 +829,9 @@ class SqliteMemory:
     def _delete_rows(self, rows: list[Row], *, derived: bool) -> int:
         if not rows:
             return 0
-        now = time.time()
-        key = self._access.ledger_key()
-        with self._db.transaction() as conn:
-            if derived:
-                rows = expand_derived(self._db, rows)
-            for rid, item_id, owner in rows:
-                got = self._db.query("SELECT content, content_hash FROM items WHERE rid = ?", (rid,))
-                conn.execute("DELETE FROM items WHERE id = ?", (item_id,))  # FTS via trigger
-                # Recall tags go too: one left behind would still call a restatement of the
-                # fact "recalled", and it holds the deleted content's hash.
-                chash = got[0][1] if got else None
-                conn.execute("DELETE FROM recalls WHERE owner = ? AND (item_id = ? OR content_hash = ?)",
-                             (owner, item_id, chash))
-                if got:
-                    record_deleted(conn, key, owner, item_id, str(got[0][0]), now)
-            if self._vectors is not None:
-                self._vectors.delete([r for r, _, _ in rows])
-        self._db.purge_deleted_text()
-        logger.info("%s: deleted %d memories", self.path, len(rows))
-        return len(rows)
+        deleted = delete_rows(self._db, self._vectors, self._access.ledger_key(), rows, derived=derived)
+        logger.info("%s: deleted %d memories", self.path, len(deleted))
+        return len(deleted)
 
     def deletion_ledger(self, caller: Caller) -> DeletionLedger:
         """The deletion ledger of the caller's memories (an admin without ``acting_for``: every owner).
@@ -862,14 +845,7 @@ class SqliteMemory:
         return self._ledger(self._owner_for(caller, "read"))
 
     def _ledger(self, owner: str | None) -> DeletionLedger:
-        where, params = ("", ()) if owner is None else (" WHERE owner = ?", (owner,))
-        ids = {str(i): float(t) for i, t in self._db.query(f"SELECT id, deleted_at FROM deleted{where}", params)}
-        digests: dict[bytes, float] = {}
-        lengths: set[int] = set()
-        for digest, span, at in self._db.query(f"SELECT digest, span, deleted_at FROM deleted_text{where}", params):
-            digests[bytes(digest)] = max(float(at), digests.get(bytes(digest), 0.0))
-            lengths.add(int(span))
-        return DeletionLedger((self._access.ledger_key(),), ids, digests, frozenset(lengths))
+        return load_ledger(self._db, self._access.ledger_key(), owner)
 
     def deleted_ids(self, caller: Caller) -> set[str]:
         """Ids the caller's memories had before deletion (trace exports must omit them)."""
