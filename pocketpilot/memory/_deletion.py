@@ -4,8 +4,9 @@ A memory an episode used leaves copies behind: the captured tool result that car
 the episode summary, a ``memory_write`` that restated it, a consolidated fact built from it.
 Deleting the memory deletes those too. They are found two ways, inside the owner's records:
 
-- **provenance links** — an item whose evidence names a deleted id (``consolidated:…``) or
-  that was consolidated into it, followed transitively;
+- **provenance links** — an item whose evidence names a deleted id (``consolidated:…``),
+  followed transitively, and the items that were consolidated into a memory named for
+  deletion;
 - **text** — an item whose content quotes the deleted text (:func:`.ledger.quotes`: word
   for word, case and punctuation aside; candidates come from an FTS5 phrase query, then
   are checked exactly).
@@ -64,19 +65,27 @@ def _quoting(db: Database, owner: str, content: str, chash: str) -> list[Row]:
 
 
 def expand_derived(db: Database, rows: list[Row]) -> list[Row]:
-    """``rows`` plus every item derived from them (see the module docstring); call inside a transaction."""
+    """``rows`` plus every item derived from them (see the module docstring); call inside a transaction.
+
+    A named item also takes the items consolidated into it (deleting a fact deletes the
+    episodes that restated it); copies found along the way do not, so deleting one episode
+    takes the fact built from it but not the other episodes of that fact.
+    """
     selected: dict[str, Row] = {r[1]: r for r in rows}
-    for rid, _, owner in rows:
+    for rid, item_id, owner in rows:
         got = db.query("SELECT content, content_hash FROM items WHERE rid = ?", (rid,))
         if got:
             for row in _quoting(db, owner, str(got[0][0]), str(got[0][1])):
                 selected.setdefault(row[1], row)
+        for srid, sid, sowner in db.query(
+            "SELECT rid, id, owner FROM items WHERE owner = ? AND consolidated_into = ?", (owner, item_id)
+        ):
+            selected.setdefault(str(sid), (int(srid), str(sid), str(sowner)))
     frontier = list(selected.values())
     while frontier:
         _, item_id, owner = frontier.pop()
         linked = db.query(
-            "SELECT rid, id, owner FROM items WHERE owner = ? AND (consolidated_into = ? OR instr(evidence, ?) > 0)",
-            (owner, item_id, item_id),
+            "SELECT rid, id, owner FROM items WHERE owner = ? AND instr(evidence, ?) > 0", (owner, item_id)
         )
         for rid, lid, lowner in linked:
             if lid not in selected:

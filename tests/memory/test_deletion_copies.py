@@ -79,6 +79,18 @@ def test_delete_follows_consolidation_links_but_not_stock_phrases(kw_store, svc,
     assert a in kw_store.deleted_ids(alice) and b in kw_store.deleted_ids(alice)
 
 
+def test_deleting_one_episode_takes_the_fact_built_from_it_not_its_siblings(kw_store, svc, alice):
+    from pocketpilot.memory import consolidate
+
+    a = kw_store.write(svc, cand("Alice charges the phone overnight in the kitchen", source="episode")).id
+    b = kw_store.write(svc, cand("Alice charged the phone overnight in the hall", source="episode")).id
+    lt = consolidate(kw_store, svc, jaccard_threshold=0.5).created[0]
+    assert kw_store.get(svc, lt).content != kw_store.get(svc, a).content  # linked by provenance, not by text
+    assert kw_store.delete(alice, [a]) == 2
+    assert [i.id for i in kw_store.list_items(svc)] == [b]
+    assert lt in kw_store.deleted_ids(alice)
+
+
 def test_a_restated_fact_is_stored_again(kw_store, svc, alice):
     """Deleting a recalled memory must drop its recall tags: else saying it again is "recalled" and vanishes."""
     first = kw_store.write(svc, cand("My locker number is 318", tier="user")).id
