@@ -242,9 +242,10 @@ class SqliteMemory:
     def import_history(self, caller: Caller, candidates: Sequence[MemoryCandidate]) -> list[WriteResult]:
         """Import dated history (a conversation export, notes): kept active with their event times.
 
-        Every candidate must carry ``provenance.observed_at``. They are written oldest first,
-        so a later fact with the same key supersedes an earlier one as it did when it happened,
-        and no age check applies: what an import brings is history, and history is not stale.
+        Every candidate must carry ``provenance.observed_at``. They are written oldest first
+        (results come back in the order given), so a later fact with the same key supersedes
+        an earlier one as it did when it happened, and no age check applies: what an import
+        brings is history, and history is not stale.
         The other checks (trust, provenance, conflicts with newer facts) still hold, and a
         candidate they send to review comes back with ``WriteResult.in_review`` set.
 
@@ -254,12 +255,11 @@ class SqliteMemory:
         undated = [i for i, c in enumerate(candidates) if c.provenance.observed_at is None]
         if undated:
             raise MemoryContentError(f"import needs provenance.observed_at on every item; missing at {undated[:10]}")
-        order = sorted(range(len(candidates)), key=lambda i: candidates[i].provenance.observed_at)  # type: ignore[arg-type,return-value]
+        when = [c.provenance.observed_at.timestamp() for c in candidates]  # type: ignore[union-attr]
+        order = sorted(range(len(candidates)), key=when.__getitem__)
         results = self._write_batch(caller, [candidates[i] for i in order], imported=True)
-        out: list[WriteResult | None] = [None] * len(candidates)
-        for i, result in zip(order, results):
-            out[i] = result
-        return [r for r in out if r is not None]
+        by_index = dict(zip(order, results))
+        return [by_index[i] for i in range(len(candidates))]
 
     def _write_batch(self, caller: Caller, candidates: Sequence[MemoryCandidate], *, imported: bool) -> list[WriteResult]:
         owner = self._owner_for(caller, "write")
@@ -804,7 +804,8 @@ class SqliteMemory:
         """Delete items and every copy derived from them; returns how many items went.
 
         Derived copies — captured tool results, episode summaries and ``memory_write`` items
-        that quote a deleted memory, and what was consolidated from or into it — are found
+        that quote a deleted memory, the fact consolidated from it, and (for a fact named
+        here) the episodes consolidated into it — are found
         through provenance links and by their text (:mod:`._deletion`). Each item leaves the
         base table, FTS and both vector indexes, its recall tags go, and the deletion ledger
         records its id and keyed digests of its text for later exports (:mod:`.ledger`).
