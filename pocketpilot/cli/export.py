@@ -179,6 +179,7 @@ def release() -> None:
               help="Memory store(s) whose deleted memories must not ship.")
 @click.option("--service-token", envvar="POCKETPILOT_SERVICE_TOKEN", default=None, show_envvar=True)
 @click.option("--admin-token", envvar="POCKETPILOT_ADMIN_TOKEN", default=None, show_envvar=True)
+@click.option("--no-memory-db", is_flag=True, help="The records used no memory store: no deletion ledger.")
 @click.option("--deleted-user", multiple=True, help="A deleted user id (repeatable).")
 @click.option("--deleted-users-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="File of deleted user ids, one a line.")
@@ -192,6 +193,7 @@ def create_cmd(
     memory_db: tuple[str, ...],
     service_token: str | None,
     admin_token: str | None,
+    no_memory_db: bool,
     deleted_user: tuple[str, ...],
     deleted_users_file: str | None,
     tasks_dir: str | None,
@@ -203,7 +205,7 @@ def create_cmd(
     from ..trainer_bridge.release import build_release
     from ..trainer_bridge.review import CurationStore
 
-    ledger = deletion_ledger(memory_db, service_token, admin_token)
+    ledger = _export_ledger(memory_db, service_token, admin_token, no_memory_db)
     users = set(deleted_user)
     if deleted_users_file:
         users |= {line.strip() for line in Path(deleted_users_file).read_text(encoding="utf-8").splitlines() if line.strip()}

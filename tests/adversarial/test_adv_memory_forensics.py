@@ -128,6 +128,8 @@ def test_no_export_path_returns_it(deleted):
     assert rl["size"] == 2 and _leaks(json.dumps(rl)) == []
     res = run(export_cli, ["curate", traces, "--store", str(root / "cur.sqlite")], env=ENV)
     assert res.exit_code == 0, res.output
+    res = run(release_cli, ["create", str(root / "cur.sqlite"), str(root / "rel"), "v0", "--no-parquet"], env=ENV)
+    assert res.exit_code == 2 and "--memory-db" in res.output  # no silent release without the ledger
     res = run(release_cli, ["create", str(root / "cur.sqlite"), str(root / "rel"), "v1", "--memory-db", str(path),
                             "--no-parquet"], env=ENV)
     assert res.exit_code == 0, res.output
