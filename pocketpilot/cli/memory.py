@@ -173,3 +173,6 @@ def consolidate_cmd(db: str, user: str | None, service_token: str, admin_token: 
     with _open(db, service_token, admin_token, keyword_only) as store:
         report = consolidate(store, Caller.admin(admin_token, acting_for=user))
         click.echo(json.dumps(asdict(report), indent=2))
+        if report.to_review:
+            click.echo(f"WARNING: {len(report.to_review)} consolidated fact(s) went to REVIEW (not searchable "
+                       f"until accepted): {', '.join(report.to_review)}", err=True)

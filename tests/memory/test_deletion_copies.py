@@ -138,3 +138,14 @@ def test_quote_matching_ignores_case_and_punctuation_and_needs_a_long_run():
     assert not quotes("one two three four five six seven eight nine ten eleven", long)
     assert quotes("I said: Hi there!", "hi there") is False  # under three words: exact text only
     assert quotes("Hi, there", "hi there")
+
+
+def test_ledger_cannot_confirm_a_guessed_secret(kw_store, svc, alice, admin):
+    before = time.time()
+    pin = kw_store.write(svc, cand("My bank PIN is 4921", tier="user")).id
+    kw_store.delete(alice, [pin])
+    ledger = kw_store.deletion_ledger(admin)
+    assert ledger.quotes("note: my bank PIN is 4921", made_at=before)  # quotes are still caught
+    # ...but every guess matches alike: the digests were made with the secret redacted
+    assert all(ledger.quotes(f"My bank PIN is {guess:04d}", made_at=before) for guess in (0, 1234, 4920))
+    assert not ledger.quotes("My bank account is overdrawn", made_at=before)
