@@ -6,7 +6,7 @@ that quotes a deleted memory (a trace in which the planner repeated it, a copy i
 store) without the ledger itself being a copy:
 
 - Text is compared as words: casefolded, diacritics stripped, split on anything that is not
-  a letter or digit (:func:`words`), so case, punctuation, quotes and JSON escaping do not
+  a letter or digit (:func:`words`), so case, punctuation, quotes and JSON syntax do not
   hide a quote.
 - A memory of at most :data:`QUOTE_WORDS` words is quoted only by a text that contains all
   its words in order; a longer one by any run of :data:`QUOTE_WORDS` of its words, so a
