@@ -17,6 +17,7 @@ found: an episode summary's stock phrases must not cascade into every other summ
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ __all__ = ["Row", "delete_rows", "expand_derived", "load_ledger", "record_delete
 Row = tuple[int, str, str]
 """``(rid, id, owner)`` of an item to delete."""
 _BLOCK = QUOTE_WORDS // 2
+_RAW_WORD = re.compile(r"[^\W_]+")
 
 
 def _phrases(text: str) -> list[str]:
@@ -38,14 +40,18 @@ def _phrases(text: str) -> list[str]:
 
     A short memory is quoted whole, so its one phrase is all of it. A longer one is quoted by
     any run of QUOTE_WORDS words, and every such run holds one of the consecutive blocks of
-    QUOTE_WORDS / 2 words that start at multiples of that.
+    QUOTE_WORDS / 2 words that start at multiples of that. Each phrase comes twice: in the
+    memory's own words and folded as :func:`.ledger.words` folds them, because FTS5 folds
+    case and diacritics its own way ("ß" stays "ß", where casefolding gives "ss").
     """
-    tokens = words(text)
-    if len(tokens) <= QUOTE_WORDS:
-        blocks = [tokens] if tokens else []
-    else:
-        blocks = [tokens[i : i + _BLOCK] for i in range(0, len(tokens) - _BLOCK + 1, _BLOCK)]
-    return ['"' + " ".join(b).replace('"', '""') + '"' for b in blocks]
+    out: dict[str, None] = {}
+    for tokens in (_RAW_WORD.findall(text), words(text)):
+        if len(tokens) <= QUOTE_WORDS:
+            blocks = [tokens] if tokens else []
+        else:
+            blocks = [tokens[i : i + _BLOCK] for i in range(0, len(tokens) - _BLOCK + 1, _BLOCK)]
+        out.update(('"' + " ".join(b).replace('"', '""') + '"', None) for b in blocks)
+    return list(out)
 
 
 def _quoting(db: Database, owner: str, content: str, chash: str) -> list[Row]:

@@ -149,3 +149,13 @@ def test_ledger_cannot_confirm_a_guessed_secret(kw_store, svc, alice, admin):
     # ...but every guess matches alike: the digests were made with the secret redacted
     assert all(ledger.quotes(f"My bank PIN is {guess:04d}", made_at=before) for guess in (0, 1234, 4920))
     assert not ledger.quotes("My bank account is overdrawn", made_at=before)
+
+
+def test_copies_are_found_whatever_the_case_and_diacritics(kw_store, svc, alice):
+    fact = kw_store.write(svc, cand("Die Straße zum Café Müller ist gesperrt", tier="user")).id
+    same = kw_store.write(svc, cand("Gesagt: die Straße zum Café Müller ist gesperrt")).id
+    folded = kw_store.write(svc, cand("DIE STRASSE ZUM CAFE MULLER IST GESPERRT!")).id
+    other = kw_store.write(svc, cand("Das Café hat heute zu")).id
+    assert kw_store.delete(alice, [fact]) == 3
+    assert {same, folded} <= kw_store.deleted_ids(alice)
+    assert [i.id for i in kw_store.list_items(svc)] == [other]
