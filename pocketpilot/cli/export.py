@@ -11,13 +11,17 @@ Typical flow::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..contracts import Episode
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..memory.ledger import DeletionLedger
 
 __all__ = ["export", "iter_traces", "release", "trace_paths"]
 
@@ -46,6 +50,58 @@ def iter_traces(inputs: Sequence[str]) -> Iterator[tuple[Episode, bool]]:
         yield read_trace(path)
 
 
+def deletion_ledger(dbs: Sequence[str], service_token: str | None, admin_token: str | None) -> DeletionLedger:
+    """The merged deletion ledgers of memory stores ``dbs`` (read as the admin)."""
+    from ..memory import AccessPolicy, Caller, SqliteMemory
+    from ..memory.ledger import DeletionLedger
+
+    ledger = DeletionLedger()
+    if not dbs:
+        return ledger
+    if not service_token or not admin_token:
+        raise UsageError("--memory-db needs --service-token and --admin-token (or their environment variables)")
+    for db in dbs:
+        with SqliteMemory(db, AccessPolicy(service_token, admin_token), embedder=None) as store:
+            ledger = ledger | store.deletion_ledger(Caller.admin(admin_token))
+    return ledger
+
+
+def _ledger_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--no-memory-db", is_flag=True,
+                      help="The traces used no memory store: export without a deletion ledger.")(fn)
+    fn = click.option("--admin-token", envvar="POCKETPILOT_ADMIN_TOKEN", default=None, show_envvar=True)(fn)
+    fn = click.option("--service-token", envvar="POCKETPILOT_SERVICE_TOKEN", default=None, show_envvar=True)(fn)
+    fn = click.option("--memory-db", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                      help="Memory store(s) the traces used: deleted memories, and text quoting them, stay out.")(fn)
+    return fn
+
+
+def _export_ledger(memory_db: Sequence[str], service_token: str | None, admin_token: str | None,
+                   no_memory_db: bool) -> DeletionLedger:
+    if not memory_db and not no_memory_db:
+        raise click.UsageError("pass --memory-db for each memory store these traces used (deleted memories must "
+                               "not be exported), or --no-memory-db if they used none")
+    try:
+        return deletion_ledger(memory_db, service_token, admin_token)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _guarded(traces: Sequence[str], ledger: DeletionLedger) -> Iterator[tuple[Episode, bool]]:
+    """Episodes of ``traces`` scrubbed against the deletion ledger (quoting ones left out)."""
+    from ..memory.export import guard_episode
+
+    dropped = 0
+    for episode, complete in iter_traces(traces):
+        kept = guard_episode(episode, ledger)
+        if kept is None:
+            dropped += 1
+            continue
+        yield kept, complete
+    if dropped:
+        click.echo(f"{dropped} episode(s) left out: they quote deleted memories", err=True)
+
+
 @click.group("export", help="Export traces as training data, or curate them into a store.")
 def export() -> None:
     """Export commands."""
@@ -55,14 +111,18 @@ def export() -> None:
 @click.argument("traces", nargs=-1, required=True)
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Output .jsonl or .parquet.")
 @click.option("--include-ineligible", is_flag=True, help="Also write episodes without supervised turns (all masked).")
-def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool) -> None:
-    """Chat messages with tools and a per-turn train mask, one row per episode."""
+@_ledger_options
+def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, memory_db: tuple[str, ...],
+            service_token: str | None, admin_token: str | None, no_memory_db: bool) -> None:
+    """Chat messages with tools and a per-turn train mask, one row per episode (secrets redacted)."""
+    from ..memory.export import redact_row
     from ..trainer_bridge.export_io import write_rows
     from ..trainer_bridge.export_sft import sft_record
 
+    episodes = _guarded(traces, _export_ledger(memory_db, service_token, admin_token, no_memory_db))
     rows = (
-        r.row()
-        for r in (sft_record(ep, complete=c) for ep, c in iter_traces(traces))
+        redact_row(r.row())
+        for r in (sft_record(ep, complete=c) for ep, c in episodes)
         if include_ineligible or r.eligible
     )
     n = write_rows(rows, out, "sft")
@@ -74,13 +134,17 @@ def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool) -> None
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Output .jsonl or .parquet.")
 @click.option("--group-size", "-G", type=int, default=None, help="Rollouts per group (default: all of a task's).")
 @click.option("--min-size", type=int, default=2, show_default=True, help="Drop smaller groups.")
-def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int) -> None:
-    """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data."""
+@_ledger_options
+def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int, memory_db: tuple[str, ...],
+           service_token: str | None, admin_token: str | None, no_memory_db: bool) -> None:
+    """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data (secrets redacted)."""
+    from ..memory.export import redact_row
     from ..trainer_bridge.export_io import write_rows
     from ..trainer_bridge.export_rl import rl_groups
 
-    groups = rl_groups((ep for ep, _ in iter_traces(traces)), group_size=group_size, min_size=min_size)
-    n = write_rows((g.row() for g in groups), out, "rl")
+    episodes = _guarded(traces, _export_ledger(memory_db, service_token, admin_token, no_memory_db))
+    groups = rl_groups((ep for ep, _ in episodes), group_size=group_size, min_size=min_size)
+    n = write_rows((redact_row(g.row()) for g in groups), out, "rl")
     click.echo(f"{n} RL group(s) -> {out}")
 
 
@@ -107,15 +171,6 @@ def release() -> None:
     """Release commands."""
 
 
-def _deleted_memories(db: str, service_token: str | None, admin_token: str | None) -> set[str]:
-    from ..memory import AccessPolicy, Caller, SqliteMemory
-
-    if not service_token or not admin_token:
-        raise UsageError("--memory-db needs --service-token and --admin-token (or their environment variables)")
-    with SqliteMemory(db, AccessPolicy(service_token, admin_token), embedder=None) as store:
-        return store.deleted_ids(Caller.admin(admin_token))
-
-
 @release.command("create")
 @click.argument("store_path", type=click.Path(exists=True, dir_okay=False))
 @click.argument("root", type=click.Path(file_okay=False))
@@ -124,6 +179,7 @@ def _deleted_memories(db: str, service_token: str | None, admin_token: str | Non
               help="Memory store(s) whose deleted memories must not ship.")
 @click.option("--service-token", envvar="POCKETPILOT_SERVICE_TOKEN", default=None, show_envvar=True)
 @click.option("--admin-token", envvar="POCKETPILOT_ADMIN_TOKEN", default=None, show_envvar=True)
+@click.option("--no-memory-db", is_flag=True, help="The records used no memory store: no deletion ledger.")
 @click.option("--deleted-user", multiple=True, help="A deleted user id (repeatable).")
 @click.option("--deleted-users-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="File of deleted user ids, one a line.")
@@ -137,6 +193,7 @@ def create_cmd(
     memory_db: tuple[str, ...],
     service_token: str | None,
     admin_token: str | None,
+    no_memory_db: bool,
     deleted_user: tuple[str, ...],
     deleted_users_file: str | None,
     tasks_dir: str | None,
@@ -148,9 +205,7 @@ def create_cmd(
     from ..trainer_bridge.release import build_release
     from ..trainer_bridge.review import CurationStore
 
-    deleted_ids: set[str] = set()
-    for db in memory_db:
-        deleted_ids |= _deleted_memories(db, service_token, admin_token)
+    ledger = _export_ledger(memory_db, service_token, admin_token, no_memory_db)
     users = set(deleted_user)
     if deleted_users_file:
         users |= {line.strip() for line in Path(deleted_users_file).read_text(encoding="utf-8").splitlines() if line.strip()}
@@ -160,7 +215,8 @@ def create_cmd(
             root,
             version,
             tasks=load_suite(directory=tasks_dir),
-            deleted_memory_ids=deleted_ids,
+            deleted_memory_ids=set(ledger.ids),
+            ledger=ledger,
             deleted_users=users,
             parquet=parquet,
             group_size=group_size,

@@ -1,4 +1,4 @@
-"""``pocketpilot memory …``: build the embedder, inspect, export, delete, consolidate a store.
+"""``pocketpilot memory …``: build the embedder, inspect, import, export, delete, consolidate a store.
 
 Credentials come from options or the environment (``POCKETPILOT_SERVICE_TOKEN``,
 ``POCKETPILOT_ADMIN_TOKEN``); the CLI acts as the admin (``--user`` picks whose memories).
@@ -101,6 +101,50 @@ def export_cmd(db: str, user: str | None, service_token: str, admin_token: str, 
                 sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
 
 
+@memory.command("import")
+@_store_options
+@click.argument("history", type=click.File("r", encoding="utf-8"))
+def import_cmd(db: str, user: str | None, service_token: str, admin_token: str, keyword_only: bool, history: Any) -> None:
+    """Import dated history (JSON lines: content, observed_at, and optionally tier, category, source).
+
+    Imported memories stay active with their own event times, however old. Any that verification
+    parks in review (a conflict with a newer fact, say) is named on stderr, and the command
+    exits 3 so a script cannot miss it.
+    """
+    from pydantic import ValidationError
+
+    from ..memory import Caller, MemoryCandidate, Provenance
+
+    if not user:
+        raise click.UsageError("--user is required for import")
+    candidates = []
+    for n, line in enumerate(history, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            candidates.append(MemoryCandidate(
+                content=rec["content"], tier=rec.get("tier", "episodic"), category=rec.get("category"),
+                provenance=Provenance(source=rec.get("source", "user_statement"), observed_at=rec["observed_at"],
+                                      evidence=rec.get("evidence") or f"import:{history.name}:{n}"),
+            ))
+        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+            raise click.ClickException(f"{history.name}:{n}: not a history record ({type(exc).__name__}: {exc})") from exc
+    with _open(db, service_token, admin_token, keyword_only) as store:
+        try:
+            results = store.import_history(Caller.admin(admin_token, acting_for=user), candidates)
+        except ValueError as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+    review = [r for r in results if r.in_review]
+    counts = {s: sum(r.status == s for r in results) for s in ("active", "duplicate", "recalled", "candidate")}
+    click.echo(json.dumps({"imported": len(results), **counts, "in_review": len(review)}, sort_keys=True))
+    for r in review:
+        click.echo(f"REVIEW {r.id}: {r.reason} (stored, but not searchable until accepted)", err=True)
+    if review:
+        click.echo(f"WARNING: {len(review)} of {len(results)} imported memories went to REVIEW", err=True)
+        sys.exit(3)
+
+
 @memory.command("delete")
 @_store_options
 @click.argument("ids", nargs=-1)
@@ -120,7 +164,8 @@ def delete_cmd(db: str, user: str | None, service_token: str, admin_token: str, 
     with _open(db, service_token, admin_token, keyword_only) as store:
         caller = Caller.admin(admin_token, acting_for=user)
         n = store.delete_all(caller) if all_ else store.delete(caller, list(ids))
-        click.echo(f"deleted {n}")
+        derived = n - len(set(ids)) if not all_ else 0
+        click.echo(f"deleted {n}" + (f" ({derived} derived copies included)" if derived > 0 else ""))
 
 
 @memory.command("consolidate")
@@ -136,3 +181,6 @@ def consolidate_cmd(db: str, user: str | None, service_token: str, admin_token: 
     with _open(db, service_token, admin_token, keyword_only) as store:
         report = consolidate(store, Caller.admin(admin_token, acting_for=user))
         click.echo(json.dumps(asdict(report), indent=2))
+        if report.to_review:
+            click.echo(f"WARNING: {len(report.to_review)} consolidated fact(s) went to REVIEW (not searchable "
+                       f"until accepted): {', '.join(report.to_review)}", err=True)

@@ -12,7 +12,8 @@ from .access import SHARED_OWNER, AccessPolicy, Caller
 from .consolidate import ConsolidationReport, Consolidator, consolidate
 from .embedders import Embedder, OnnxMiniLMEmbedder, SentenceTransformerEmbedder, load_default_embedder
 from .errors import EmbedderUnavailableError, MemoryContentError, MemoryFileError
-from .export import scrub_episode
+from .export import guard_episode, redact_row, scrub_episode
+from .ledger import DeletionLedger
 from .models import (
     TIERS,
     MemoryCandidate,
@@ -23,7 +24,7 @@ from .models import (
     Tier,
     WriteResult,
 )
-from .redaction import Redactor
+from .redaction import Redactor, redact_secrets
 from .session import SessionMemory
 from .store import SqliteMemory
 from .verify import VerifyPolicy
@@ -35,6 +36,7 @@ __all__ = [
     "Caller",
     "ConsolidationReport",
     "Consolidator",
+    "DeletionLedger",
     "Embedder",
     "EmbedderUnavailableError",
     "MemoryCandidate",
@@ -53,6 +55,9 @@ __all__ = [
     "VerifyPolicy",
     "WriteResult",
     "consolidate",
+    "guard_episode",
     "load_default_embedder",
+    "redact_row",
+    "redact_secrets",
     "scrub_episode",
 ]

@@ -136,7 +136,32 @@ def _v2(conn: apsw.Connection) -> None:
         conn.execute("DROP TABLE items_vbit")
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2]
+_V3 = """
+CREATE TABLE deleted_text(
+    owner TEXT NOT NULL,
+    digest BLOB NOT NULL,
+    span INTEGER NOT NULL,
+    deleted_at REAL NOT NULL,
+    PRIMARY KEY (owner, digest)
+) WITHOUT ROWID;
+CREATE INDEX items_owner_observed ON items(owner, observed_at);
+INSERT INTO items_fts(items_fts, rank) VALUES ('secure-delete', 1);
+"""
+
+
+def _v3(conn: apsw.Connection) -> None:
+    """The deletion ledger's quote digests, the owner's newest event, and FTS5 secure-delete.
+
+    ``deleted_text`` holds keyed digests of the word windows of deleted memories (see
+    :mod:`.ledger`), never their text. ``items_owner_observed`` answers "the owner's newest
+    event" with one index probe, which verification measures staleness against. FTS5's
+    ``secure-delete`` removes a deleted row's terms from the segment pages at once instead
+    of leaving them behind a delete marker until the next merge.
+    """
+    conn.execute(_V3)
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
 """``MIGRATIONS[i]`` moves a store from ``user_version`` i to i + 1. Append, never edit."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -188,6 +213,8 @@ class Database:
         # only possibly the last ones on power loss.
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        # Deleted rows are overwritten with zeros, not left readable in free pages.
+        self.conn.execute("PRAGMA secure_delete=ON")
         self._tune(self.conn)
 
     @staticmethod
@@ -281,6 +308,19 @@ class Database:
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    def purge_deleted_text(self) -> None:
+        """Merge the FTS5 segments and empty the WAL after a delete (inside no transaction).
+
+        ``secure_delete`` zeroes the rows and FTS5 ``secure-delete`` drops their terms; the
+        merge rewrites every segment so no page of an older segment keeps a deleted term,
+        and the checkpoint moves the zeroed pages into the file and truncates the WAL, whose
+        older frames still held the pages as they were before the delete.
+        """
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO items_fts(items_fts) VALUES ('optimize')")
+        with self.lock:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check``'s first row (``ok`` when healthy)."""

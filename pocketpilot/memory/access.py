@@ -86,6 +86,10 @@ class AccessPolicy:
         """A digest of both credentials, stored in each file so a store refuses other credentials."""
         return hashlib.sha256(b"pocketpilot-access-v1" + self._service + self._admin).hexdigest()
 
+    def ledger_key(self) -> bytes:
+        """Key of the deletion ledger's digests: derived from the admin secret, never stored in a file."""
+        return hmac.new(self._admin, b"pocketpilot-deletion-ledger-v1", hashlib.sha256).digest()
+
     def user_token(self, user_id: str) -> str:
         """The token a user proves their identity with (HMAC of the id under the admin secret)."""
         return hmac.new(self._admin, user_id.encode(), hashlib.sha256).hexdigest()

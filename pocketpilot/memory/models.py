@@ -122,6 +122,11 @@ class WriteResult(_Model):
     superseded: str | None = None
     """Id of the item this write superseded, if any."""
 
+    @property
+    def in_review(self) -> bool:
+        """The write was parked in the review tier: stored, but not searchable by default."""
+        return self.tier == "review"
+
 
 class SearchFilters(_Model):
     """Narrow a search by tier, category and time; superseded history is opt-in."""

@@ -132,8 +132,8 @@ class SessionMemory:
             content=content, tier=tier, category=category, provenance=Provenance(**prov)  # type: ignore[arg-type]
         )
         result = await run_off_loop(self.store.write, self.caller, candidate)
-        if result.status == "candidate":
-            logger.info("memory write %s went to review: %s", result.id, result.reason)
+        if result.in_review:
+            logger.warning("memory write %s went to REVIEW (not searchable by default): %s", result.id, result.reason)
         return result.id
 
     async def capture_episode(self, episode: Episode) -> list[str]:

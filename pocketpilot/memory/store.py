@@ -24,12 +24,14 @@ import numpy as np
 
 from ..errors import MemoryAccessError, MemoryNotFoundError, MemorySchemaError
 from ._db import Database
+from ._deletion import Row, delete_rows, load_ledger
 from ._rows import COLUMNS, check_content, content_hash, epoch, row_to_item
 from .access import SHARED_OWNER, AccessPolicy, Caller, Operation
 from .embedders import Embedder
 from .errors import MemoryContentError
 from .fts import build_match_query
 from .fusion import FusionWeights, fuse, mmr
+from .ledger import DeletionLedger
 from .models import MemoryCandidate, MemoryItem, SearchFilters, SearchHit, Tier, WriteResult
 from .redaction import Redactor
 from .vectors import VectorIndex, VectorMode
@@ -228,12 +230,39 @@ class SqliteMemory:
 
         Each is verified (:func:`.verify.verify`): accepted as authoritative, superseding an
         older item explicitly, parked in the review tier, or recognised as a duplicate or as
-        recalled material (not new evidence).
+        recalled material (not new evidence). Evidence counts as stale when it is older than
+        the owner's newest event by more than the policy's ``max_age``, not older than the
+        wall clock: a history that simply happened long ago is not stale.
 
         Raises:
             MemoryAccessError: The caller may not write here.
             MemoryContentError: Empty, oversized or binary content (nothing is written).
         """
+        return self._write_batch(caller, candidates, imported=False)
+
+    def import_history(self, caller: Caller, candidates: Sequence[MemoryCandidate]) -> list[WriteResult]:
+        """Import dated history (a conversation export, notes): kept active with their event times.
+
+        Every candidate must carry ``provenance.observed_at``. They are written oldest first
+        (results come back in the order given), so a later fact with the same key supersedes
+        an earlier one as it did when it happened, and no age check applies: what an import
+        brings is history, and history is not stale.
+        The other checks (trust, provenance, conflicts with newer facts) still hold, and a
+        candidate they send to review comes back with ``WriteResult.in_review`` set.
+
+        Raises:
+            MemoryContentError: A candidate has no ``observed_at`` (nothing is written).
+        """
+        undated = [i for i, c in enumerate(candidates) if c.provenance.observed_at is None]
+        if undated:
+            raise MemoryContentError(f"import needs provenance.observed_at on every item; missing at {undated[:10]}")
+        when = [c.provenance.observed_at.timestamp() for c in candidates]  # type: ignore[union-attr]
+        order = sorted(range(len(candidates)), key=when.__getitem__)
+        results = self._write_batch(caller, [candidates[i] for i in order], imported=True)
+        by_index = dict(zip(order, results))
+        return [by_index[i] for i in range(len(candidates))]
+
+    def _write_batch(self, caller: Caller, candidates: Sequence[MemoryCandidate], *, imported: bool) -> list[WriteResult]:
         owner = self._owner_for(caller, "write")
         prepared = [self._prepare(c) for c in candidates]
         vectors = None
@@ -244,7 +273,11 @@ class SqliteMemory:
         with self._db.transaction():
             for i, (cand, chash) in enumerate(prepared):
                 vec = None if vectors is None else vectors[i]
-                results.append(self._write_one(owner, cand, chash, vec, now))
+                results.append(self._write_one(owner, cand, chash, vec, now, imported=imported))
+        for result in results:
+            if result.in_review:
+                logger.warning("%s: memory %s went to REVIEW, not searchable by default: %s",
+                               self.path, result.id, result.reason)
         return results
 
     def _prepare(self, cand: MemoryCandidate) -> tuple[MemoryCandidate, str]:
@@ -264,12 +297,14 @@ class SqliteMemory:
         return cand, content_hash(cand.content)
 
     def _write_one(
-        self, owner: str, cand: MemoryCandidate, chash: str, vec: np.ndarray | None, now: float
+        self, owner: str, cand: MemoryCandidate, chash: str, vec: np.ndarray | None, now: float,
+        *, imported: bool = False,
     ) -> WriteResult:
         prov = cand.provenance
         if prov.recalled or (prov.session_id and self._recalled_in(prov.session_id, chash)):
             hit = self._db.scalar(
-                "SELECT item_id FROM recalls WHERE content_hash = ? AND owner = ? LIMIT 1", (chash, owner)
+                "SELECT r.item_id FROM recalls r JOIN items i ON i.id = r.item_id "
+                "WHERE r.content_hash = ? AND r.owner = ? LIMIT 1", (chash, owner)
             )
             existing = hit or self._db.scalar("SELECT id FROM items WHERE owner = ? AND content_hash = ?",
                                               (owner, chash))
@@ -282,6 +317,12 @@ class SqliteMemory:
             "SELECT id, content_hash, trust, observed_at FROM items WHERE owner = ? AND content_hash = ? "
             "AND status IN ('active', 'candidate') AND (tier = ? OR proposed_tier = ?) LIMIT 1",
             (owner, chash, cand.tier, cand.tier),
+        )
+        # Newest first down the (owner, observed_at) index, stopping at the first non-review
+        # row: one probe, where max() with the tier filter would scan the owner's rows.
+        newest = self._db.scalar(
+            "SELECT observed_at FROM items WHERE owner = ? AND tier != 'review' ORDER BY observed_at DESC LIMIT 1",
+            (owner,),
         )
         same_key: list[ExistingFact] = []
         if cand.key:
@@ -300,6 +341,8 @@ class SqliteMemory:
             same_content=_fact(dup[0]) if dup else None,
             now=datetime.fromtimestamp(now, tz=timezone.utc),
             policy=self._policy,
+            newest_event=None if newest is None else datetime.fromtimestamp(float(newest), tz=timezone.utc),
+            check_age=not imported,
         )
         if decision.action == "duplicate":
             assert decision.target is not None
@@ -739,13 +782,36 @@ class SqliteMemory:
     # ------------------------------------------------------------------ export / delete
 
     def export(self, caller: Caller) -> list[dict[str, Any]]:
-        """Every item of the caller (history included) as JSON-ready dicts; deleted items are gone."""
+        """Every item of the caller (history included) as JSON-ready dicts; deleted items are gone.
+
+        The deletion ledger is consulted as well: an item made before a deletion that quotes
+        the deleted text is left out, whatever route it took into the store. (An item written
+        after the deletion is new evidence, such as the user saying it again, and is exported.)
+        """
         owner = self._owner_for(caller, "export")
         rows = self._db.query(f"SELECT {COLUMNS} FROM items WHERE owner = ? ORDER BY created_at, rid", (owner,))
-        return [row_to_item(r).model_dump(mode="json") for r in rows]
+        items = [row_to_item(r) for r in rows]
+        ledger = self._ledger(owner)
+        if ledger:
+            kept = [it for it in items if not ledger.quotes_any(
+                [it.content, it.provenance.evidence or ""], made_at=it.created_at.timestamp())]
+            if len(kept) < len(items):
+                logger.warning("%s: %d item(s) quoting deleted memories left out of the export",
+                               self.path, len(items) - len(kept))
+            items = kept
+        return [it.model_dump(mode="json") for it in items]
 
     def delete(self, caller: Caller, item_ids: Sequence[str]) -> int:
-        """Delete items from the base table, FTS and both vector indexes; record their ids.
+        """Delete items and every copy derived from them; returns how many items went.
+
+        Derived copies — captured tool results, episode summaries and ``memory_write`` items
+        that quote a deleted memory, the fact consolidated from it, and (for a fact named
+        here) the episodes consolidated into it — are found
+        through provenance links and by their text (:mod:`._deletion`). Each item leaves the
+        base table, FTS and both vector indexes, its recall tags go, and the deletion ledger
+        records its id and keyed digests of its text for later exports (:mod:`.ledger`).
+        The freed pages are zeroed, the FTS segments merged and the WAL truncated, so the
+        text is not left in the file's bytes either.
 
         All ids are checked before anything is deleted (one transaction).
 
@@ -754,29 +820,34 @@ class SqliteMemory:
             MemoryAccessError: The caller may not delete one of them (nothing is deleted).
         """
         rows = [self._row(caller, i, "delete") for i in dict.fromkeys(item_ids)]
-        return self._delete_rows([(int(r[0]), str(r[1]), str(r[2])) for r in rows])
+        return self._delete_rows([(int(r[0]), str(r[1]), str(r[2])) for r in rows], derived=True)
 
     def delete_all(self, caller: Caller) -> int:
         """Delete every item the caller owns (the right to be forgotten)."""
         owner = self._owner_for(caller, "delete")
         rows = self._db.query("SELECT rid, id, owner FROM items WHERE owner = ?", (owner,))
-        return self._delete_rows([(int(r), str(i), str(o)) for r, i, o in rows])
+        return self._delete_rows([(int(r), str(i), str(o)) for r, i, o in rows], derived=False)
 
-    def _delete_rows(self, rows: list[tuple[int, str, str]]) -> int:
+    def _delete_rows(self, rows: list[Row], *, derived: bool) -> int:
         if not rows:
             return 0
-        now = time.time()
-        with self._db.transaction() as conn:
-            for _, item_id, owner in rows:
-                conn.execute("DELETE FROM items WHERE id = ?", (item_id,))  # FTS via trigger
-                conn.execute("DELETE FROM recalls WHERE item_id = ?", (item_id,))
-                conn.execute(
-                    "INSERT OR REPLACE INTO deleted(id, owner, deleted_at) VALUES (?, ?, ?)", (item_id, owner, now)
-                )
-            if self._vectors is not None:
-                self._vectors.delete([r for r, _, _ in rows])
-        logger.info("%s: deleted %d memories", self.path, len(rows))
-        return len(rows)
+        deleted = delete_rows(self._db, self._vectors, self._access.ledger_key(), rows, derived=derived)
+        logger.info("%s: deleted %d memories", self.path, len(deleted))
+        return len(deleted)
+
+    def deletion_ledger(self, caller: Caller) -> DeletionLedger:
+        """The deletion ledger of the caller's memories (an admin without ``acting_for``: every owner).
+
+        Exporters check their output against it (:meth:`.ledger.DeletionLedger.quotes`); it
+        holds ids, times and keyed digests, never deleted text.
+        """
+        if caller.subject is None and not self.shared:
+            self._access.check(caller, "export", None)
+            return self._ledger(None)
+        return self._ledger(self._owner_for(caller, "read"))
+
+    def _ledger(self, owner: str | None) -> DeletionLedger:
+        return load_ledger(self._db, self._access.ledger_key(), owner)
 
     def deleted_ids(self, caller: Caller) -> set[str]:
         """Ids the caller's memories had before deletion (trace exports must omit them)."""

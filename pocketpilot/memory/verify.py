@@ -40,7 +40,8 @@ class VerifyPolicy:
         default_factory=lambda: {"user": 0.8, "long_term": 0.6, "episodic": 0.3, "prospective": 0.5}
     )
     max_age: timedelta = timedelta(days=365)
-    """Evidence older than this is stale: it may not become authoritative unreviewed."""
+    """Evidence older than the owner's newest event by more than this is stale: it may not
+    become authoritative unreviewed."""
     future_skew: timedelta = timedelta(minutes=5)
     user_tier_sources: frozenset[str] = frozenset({"user_statement", "tool_result", "consolidation"})
     """Sources allowed to write the user model directly (an inference about the user is reviewed)."""
@@ -91,8 +92,16 @@ def verify(
     same_content: ExistingFact | None,
     now: datetime,
     policy: VerifyPolicy,
+    newest_event: datetime | None = None,
+    check_age: bool = True,
 ) -> VerifyDecision:
-    """Decide a candidate's fate from its provenance and the active items it touches."""
+    """Decide a candidate's fate from its provenance and the active items it touches.
+
+    ``now`` (the wall clock) only catches evidence from the future. Staleness is measured
+    against ``newest_event``, the owner's newest observation: a memory is stale when the
+    owner has moved on since, not because the machine's calendar has. ``check_age=False``
+    skips the age check (imported history).
+    """
     prov = candidate.provenance
     if same_content is not None:
         return VerifyDecision("duplicate", "same content is already stored", same_content.id)
@@ -110,8 +119,10 @@ def verify(
     # 3. freshness
     if observed_at > now + policy.future_skew:
         return VerifyDecision("review", "evidence observed in the future")
-    if now - observed_at > policy.max_age:
-        return VerifyDecision("review", "stale evidence")
+    reference = max(newest_event, observed_at) if newest_event is not None else observed_at
+    if check_age and reference - observed_at > policy.max_age:
+        return VerifyDecision("review", f"stale evidence: older than the owner's newest event by more than "
+                                        f"{policy.max_age.days} days")
     # 4. conflict
     if candidate.tier in _KEYED_TIERS and same_key:
         newest = max(same_key, key=lambda f: f.observed_at)

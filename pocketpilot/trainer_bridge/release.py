@@ -42,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..contracts import Episode, MemorySearch, utcnow
 from ..errors import PocketPilotError, UsageError
 from ..memory import SHARED_OWNER, scrub_episode
+from ..memory.export import guard_episode, redact_row
+from ..memory.ledger import DeletionLedger
 from ..tasks import TaskSpec
 from .export_io import ExportDependencyError, write_jsonl, write_parquet
 from .export_rl import rl_groups
@@ -189,6 +191,7 @@ def build_release(
     deleted_users: Iterable[str] = (),
     parquet: bool | None = None,
     group_size: int | None = None,
+    ledger: DeletionLedger | None = None,
 ) -> ReleaseManifest:
     """Cut release ``version`` under ``root`` from the store's releasable records.
 
@@ -201,6 +204,9 @@ def build_release(
         deleted_users: Ids of users whose data was deleted.
         parquet: Also write Parquet; None writes it when pyarrow is installed.
         group_size: G for the RL groups (None: all of a task's rollouts in one group).
+        ledger: The memory stores' deletion ledger (``SqliteMemory.deletion_ledger(admin)``):
+            an episode quoting a memory deleted after it ran is left out, even where the
+            quote carries no id. Secrets are redacted from every row either way.
 
     Raises:
         UsageError: a bad version name. ReleaseError: the version exists, or nothing to release.
@@ -236,6 +242,12 @@ def build_release(
                 excluded["quotes_deleted_memory"] += 1
                 continue
             excluded["memories_scrubbed"] += len(removed)
+        if ledger:
+            guarded = guard_episode(episode, ledger)
+            if guarded is None:
+                excluded["quotes_deleted_memory"] += 1
+                continue
+            episode = guarded
         shipped.append((rec.model_dump(mode="json"), episode))
     if not shipped:
         raise ReleaseError("nothing to release: no releasable record survived the filters")
@@ -249,7 +261,7 @@ def build_release(
     for rec, ep in shipped:
         record = sft_record(ep, complete=bool(rec["complete"]))
         if record.eligible:
-            sft_rows.append(record.row())
+            sft_rows.append(redact_row(record.row()))
         outcomes = by_task.get(ep.header.task_id or "")
         entries.append(
             {
@@ -264,7 +276,7 @@ def build_release(
                 "in_sft": record.eligible,
             }
         )
-    rl_rows = [g.row() for g in rl_groups([ep for _, ep in shipped], group_size=group_size, min_size=1)]
+    rl_rows = [redact_row(g.row()) for g in rl_groups([ep for _, ep in shipped], group_size=group_size, min_size=1)]
     weights = {dim: _balance([e[dim] for e in entries]) for dim in ("capability", "difficulty", "source")}
     raw = [weights["capability"][e["capability"]] * weights["difficulty"][e["difficulty"]] * weights["source"][e["source"]] for e in entries]
     mean = sum(raw) / len(raw)

@@ -97,8 +97,9 @@ def test_review_resolution_accept_supersedes(kw_store, svc, alice):
     ],
 )
 def test_verification_checks_send_to_review(kw_store, svc, candidate, reason):
+    kw_store.write(svc, cand("Charged the phone today"))  # the owner's newest event: age is measured from it
     res = kw_store.write(svc, candidate)
-    assert res.status == "candidate" and reason in res.reason
+    assert res.status == "candidate" and res.in_review and reason in res.reason
     assert kw_store.get(svc, res.id).tier == "review"
 
 

@@ -137,5 +137,8 @@ def test_cli_flow_with_a_real_memory_store(tmp_path: Path, monkeypatch: pytest.M
     assert out["counts"]["episodes"] == 1 and out["excluded"]["held_out_split"] == 1
     assert "likes jazz" not in (tmp_path / "rel" / "v1" / "sft.jsonl").read_text()
     assert run(release_cli, ["verify", str(tmp_path / "rel" / "v1")]).exit_code == 0
-    r = run(export_cli, ["sft", str(traces), "-o", str(tmp_path / "x.jsonl")])
-    assert r.exit_code == 0 and "2 SFT record(s)" in r.output
+    r = run(export_cli, ["sft", str(traces), "-o", str(tmp_path / "x.jsonl"), "--memory-db", str(tmp_path / "mem.sqlite")])
+    assert r.exit_code == 0 and "2 SFT record(s)" in r.output, r.output
+    assert "likes jazz" not in (tmp_path / "x.jsonl").read_text()
+    r = run(export_cli, ["sft", str(traces), "-o", str(tmp_path / "y.jsonl")])
+    assert r.exit_code != 0 and "--memory-db" in r.output
