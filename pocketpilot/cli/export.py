@@ -46,6 +46,20 @@ def iter_traces(inputs: Sequence[str]) -> Iterator[tuple[Episode, bool]]:
         yield read_trace(path)
 
 
+def _no_verdict(count: int, total: int, require: bool, kept_as: str) -> None:
+    """Say how many traces no verifier judged, or refuse them (``--require-verdict``)."""
+    if not count:
+        return
+    if require:
+        raise UsageError(f"{count} of {total} trace(s) have no verdict (free runs, no task): --require-verdict refuses them")
+    click.echo(f"note: {count} of {total} trace(s) have no verdict (free runs): {kept_as}", err=True)
+
+
+_REQUIRE_VERDICT = click.option(
+    "--require-verdict", is_flag=True, help="Refuse traces no verifier judged (free runs) instead of exporting them."
+)
+
+
 @click.group("export", help="Export traces as training data, or curate them into a store.")
 def export() -> None:
     """Export commands."""
@@ -55,16 +69,22 @@ def export() -> None:
 @click.argument("traces", nargs=-1, required=True)
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Output .jsonl or .parquet.")
 @click.option("--include-ineligible", is_flag=True, help="Also write episodes without supervised turns (all masked).")
-def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool) -> None:
-    """Chat messages with tools and a per-turn train mask, one row per episode."""
-    from ..trainer_bridge.export_io import write_rows
+@_REQUIRE_VERDICT
+def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, require_verdict: bool) -> None:
+    """Chat messages with tools and a per-turn train mask, one row per episode.
+
+    Episodes no verifier judged are written unverified (``verified: false``, every turn
+    masked) unless --require-verdict; failed or torn ones only with --include-ineligible.
+    """
+    from ..trainer_bridge.export_io import EmptyExportError, write_rows
     from ..trainer_bridge.export_sft import sft_record
 
-    rows = (
-        r.row()
-        for r in (sft_record(ep, complete=c) for ep, c in iter_traces(traces))
-        if include_ineligible or r.eligible
-    )
+    records = [sft_record(ep, complete=c) for ep, c in iter_traces(traces)]
+    unverified = sum(not r.verified for r in records)
+    _no_verdict(unverified, len(records), require_verdict, "written with verified=false, every turn masked")
+    rows = [r.row() for r in records if include_ineligible or r.eligible or not r.verified]
+    if not rows:
+        raise EmptyExportError(out, f"all {len(records)} trace(s) failed or are torn (--include-ineligible writes them)")
     n = write_rows(rows, out, "sft")
     click.echo(f"{n} SFT record(s) -> {out}")
 
@@ -74,12 +94,22 @@ def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool) -> None
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Output .jsonl or .parquet.")
 @click.option("--group-size", "-G", type=int, default=None, help="Rollouts per group (default: all of a task's).")
 @click.option("--min-size", type=int, default=2, show_default=True, help="Drop smaller groups.")
-def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int) -> None:
-    """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data."""
-    from ..trainer_bridge.export_io import write_rows
+@_REQUIRE_VERDICT
+def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int, require_verdict: bool) -> None:
+    """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data.
+
+    Runs no verifier judged join with reward null (task-less ones grouped by request) unless
+    --require-verdict.
+    """
+    from ..trainer_bridge.export_io import EmptyExportError, write_rows
     from ..trainer_bridge.export_rl import rl_groups
 
-    groups = rl_groups((ep for ep, _ in iter_traces(traces)), group_size=group_size, min_size=min_size)
+    episodes = [ep for ep, _ in iter_traces(traces)]
+    unverified = sum(ep.verdict is None for ep in episodes)
+    _no_verdict(unverified, len(episodes), require_verdict, "their rollouts carry reward null")
+    groups = rl_groups(episodes, group_size=group_size, min_size=min_size, include_unverified=not require_verdict)
+    if not groups:
+        raise EmptyExportError(out, f"{len(episodes)} trace(s) formed no group of at least --min-size {min_size}")
     n = write_rows((g.row() for g in groups), out, "rl")
     click.echo(f"{n} RL group(s) -> {out}")
 

@@ -73,6 +73,9 @@ class SftRecord(BaseModel):
     train_mask: list[int]
     turn_labels: list[str]
     eligible: bool
+    verified: bool
+    """A verifier judged the episode. An unverified one (a free run) has every turn masked; its
+    ``turn_labels`` still say which turns were clean, for a trainer that trusts such runs."""
     model_sha256: str | None
     eta_version: str | None
 
@@ -147,6 +150,7 @@ def sft_record(episode: Episode, *, complete: bool = True) -> SftRecord:
         train_mask=mask,
         turn_labels=list(labels),
         eligible=eligible,
+        verified=episode.verdict is not None,
         model_sha256=episode.header.planner.model_sha256,
         eta_version=episode.header.eta_version,
     )
