@@ -352,6 +352,9 @@ class EpisodeHeader(_Contract):
     tools: list[ToolSpec] = Field(default_factory=list)
     kinds: list[str] = Field(default_factory=list)
     """The action kinds offered to the planner (empty in traces older than this field)."""
+    preamble: list[dict[str, str]] = Field(default_factory=list)
+    """Messages (role, content) the context held between the system message and the request:
+    earlier conversation, recalled evidence. Fixed for the run, so recorded once."""
     pocketpilot_version: str = ""
     started_at: datetime = Field(default_factory=utcnow)
     parent_episode_id: str | None = None

@@ -232,7 +232,7 @@ def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
     """Chat messages in the OpenAI format, as the planner saw the run.
 
     The recorded system message first (and again where a loaded skill changed it), the
-    request, then per step the assistant's ``tool_calls`` and one ``tool`` message per call
+    recorded preamble (earlier conversation, recalled evidence), the request, then per step the assistant's ``tool_calls`` and one ``tool`` message per call
     that has a result, notices riding on the last. A step with nothing fed back (the final
     finish, ask_user or refuse) ends on its call, with no made-up tool message. An output that
     did not parse stays plain assistant text, followed by its error as a user message (there is
@@ -242,6 +242,10 @@ def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
     prompts = [s.system_prompt for s in episode.steps if s.system_prompt is not None]
     if prompts:
         messages.append({"role": "system", "content": prompts[0]})
+    for earlier in episode.header.preamble:
+        # an earlier "tool" feedback answers no call of this export: it rides as user text
+        role = earlier.get("role") if earlier.get("role") in ("user", "assistant", "system") else "user"
+        messages.append({"role": role, "content": earlier.get("content", "")})
     messages.append({"role": "user", "content": episode.header.request})
     shown = prompts[0] if prompts else None
     last = len(episode.steps) - 1

@@ -420,6 +420,7 @@ class _RunState:
             skills=list(self.loaded_skills),  # in force from the first step (routed by the adapter)
             tools=list(self.tools.values()),
             kinds=list(self.kinds),
+            preamble=[{"role": m.role, "content": m.content} for m in [*session.prior, *self._evidence()]],
             pocketpilot_version=__version__,
             parent_episode_id=session.parent_episode_id,
         )
@@ -442,9 +443,7 @@ class _RunState:
     async def loop(self) -> None:
         request_msg = ChatMessage(role="user", content=self.request, section="request")
         prefix, prefix_notices = self._prefix()
-        evidence = []
-        if self.s.evidence:
-            evidence = [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")]
+        evidence = self._evidence()
         for index in range(self.cfg.max_steps):
             remaining = self.cfg.max_seconds - (time.monotonic() - self.started)
             if remaining <= 0:
@@ -531,6 +530,11 @@ class _RunState:
     def _prefix(self) -> tuple[ChatMessage, list[str]]:
         filtered = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
         return self.assembler.prefix(list(self.tools.values()), self.kinds, [*filtered, *self.guidance], self._loadable())
+
+    def _evidence(self) -> list[ChatMessage]:
+        if not self.s.evidence:
+            return []
+        return [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")]
 
     def _seen(self, prefix: ChatMessage) -> dict[str, Any]:
         """What this step's context holds that the trace has not recorded yet: the system
