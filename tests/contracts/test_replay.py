@@ -210,6 +210,9 @@ def test_chromium_renders_the_replay_and_the_payload_never_runs(traces, tmp_path
     title = dom.find("head")[0].find("title")[0].all_text()
     assert title.startswith("pocketpilot replay: ") and "PWNED" not in title
     _check_page(dom, episode)
+    # escaped, not merely blocked by the page's CSP: no element came of it, and it reads as text
+    _no_outside_reference(dom)
+    assert any("<script>document.title='PWNED'" in n.all_text() for n in dom.find("pre", cls="data"))
 
     shot = tmp_path / "replay.png"
     chromium(page, f"--screenshot={shot}", "--window-size=1280,2000")
