@@ -164,4 +164,5 @@ def _episode_view(episode: Episode, complete: bool) -> dict[str, Any]:
 def render_replay(episode: Episode, complete: bool = True) -> str:
     """The whole episode (sub-agents nested) as one HTML document with no external reference."""
     view = _episode_view(episode, complete)
-    return _ENV.get_template("replay.html.j2").render(view=view, harness_config=_json(episode.header.harness_config))
+    template = _ENV.get_template("replay.html.j2")
+    return template.render(view=view, harness_config=_json(episode.header.harness_config))

@@ -232,8 +232,9 @@ def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
     """Chat messages in the OpenAI format, as the planner saw the run.
 
     The recorded system message first (and again where a loaded skill changed it), the
-    recorded preamble (earlier conversation, recalled evidence), the request, then per step the assistant's ``tool_calls`` and one ``tool`` message per call
-    that has a result, notices riding on the last. A step with nothing fed back (the final
+    recorded preamble (earlier conversation, recalled evidence), the request, then per step
+    the assistant's ``tool_calls`` and one ``tool`` message per call that has a result,
+    notices riding on the last. A step with nothing fed back (the final
     finish, ask_user or refuse) ends on its call, with no made-up tool message. An output that
     did not parse stays plain assistant text, followed by its error as a user message (there is
     no call for a tool message to answer).
@@ -280,7 +281,8 @@ def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
             body = _result_body(result)
             if i == len(answered) - 1 and step.notices:
                 body["notices"] = step.notices
-            messages.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(body, ensure_ascii=False)})
+            content = json.dumps(body, ensure_ascii=False)
+            messages.append({"role": "tool", "tool_call_id": cid, "content": content})
         if not answered and step.notices and n < last:
             messages.append({"role": "user", "content": json.dumps({"notices": step.notices}, ensure_ascii=False)})
     return messages

@@ -51,12 +51,15 @@ def _no_verdict(count: int, total: int, require: bool, kept_as: str) -> None:
     if not count:
         return
     if require:
-        raise UsageError(f"{count} of {total} trace(s) have no verdict (free runs, no task): --require-verdict refuses them")
+        raise UsageError(
+            f"{count} of {total} trace(s) have no verdict (free runs, no task): --require-verdict refuses them"
+        )
     click.echo(f"note: {count} of {total} trace(s) have no verdict (free runs): {kept_as}", err=True)
 
 
 _REQUIRE_VERDICT = click.option(
-    "--require-verdict", is_flag=True, help="Refuse traces no verifier judged (free runs) instead of exporting them."
+    "--require-verdict", is_flag=True,
+    help="Refuse traces no verifier judged (free runs) instead of exporting them.",
 )
 
 
@@ -84,7 +87,8 @@ def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, require
     _no_verdict(unverified, len(records), require_verdict, "written with verified=false, every turn masked")
     rows = [r.row() for r in records if include_ineligible or r.eligible or not r.verified]
     if not rows:
-        raise EmptyExportError(out, f"all {len(records)} trace(s) failed or are torn (--include-ineligible writes them)")
+        why = f"all {len(records)} trace(s) failed or are torn (--include-ineligible writes them)"
+        raise EmptyExportError(out, why)
     n = write_rows(rows, out, "sft")
     click.echo(f"{n} SFT record(s) -> {out}")
 
@@ -95,7 +99,9 @@ def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, require
 @click.option("--group-size", "-G", type=int, default=None, help="Rollouts per group (default: all of a task's).")
 @click.option("--min-size", type=int, default=2, show_default=True, help="Drop smaller groups.")
 @_REQUIRE_VERDICT
-def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int, require_verdict: bool) -> None:
+def rl_cmd(
+    traces: tuple[str, ...], out: str, group_size: int | None, min_size: int, require_verdict: bool
+) -> None:
     """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data.
 
     Runs no verifier judged join with reward null (task-less ones grouped by request) unless
@@ -107,9 +113,12 @@ def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: 
     episodes = [ep for ep, _ in iter_traces(traces)]
     unverified = sum(ep.verdict is None for ep in episodes)
     _no_verdict(unverified, len(episodes), require_verdict, "their rollouts carry reward null")
-    groups = rl_groups(episodes, group_size=group_size, min_size=min_size, include_unverified=not require_verdict)
+    groups = rl_groups(
+        episodes, group_size=group_size, min_size=min_size, include_unverified=not require_verdict
+    )
     if not groups:
-        raise EmptyExportError(out, f"{len(episodes)} trace(s) formed no group of at least --min-size {min_size}")
+        why = f"{len(episodes)} trace(s) formed no group of at least --min-size {min_size}"
+        raise EmptyExportError(out, why)
     n = write_rows((g.row() for g in groups), out, "rl")
     click.echo(f"{n} RL group(s) -> {out}")
 

@@ -22,7 +22,8 @@ def trace() -> None:
 
 @trace.command("show")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--openai", "as_openai", is_flag=True, help="Print the OpenAI chat request (model, messages, tools) as JSON instead.")
+@click.option("--openai", "as_openai", is_flag=True,
+              help="Print the OpenAI chat request (model, messages, tools) as JSON instead.")
 def show(file: str, as_openai: bool) -> None:
     """Render FILE step by step, with the verdict."""
     episode, complete = read_trace(file)
