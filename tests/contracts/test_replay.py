@@ -223,3 +223,14 @@ def test_chromium_renders_the_replay_and_the_payload_never_runs(traces, tmp_path
     # not blank: many colours, and real contrast between text and background
     assert len(image.getcolors(maxcolors=1 << 16) or range(1 << 16)) > 50
     assert max(ImageStat.Stat(image).stddev) > 20
+
+
+def test_an_unfinished_run_without_steps_or_verdict_still_renders(tmp_path):
+    from pocketpilot.contracts import Episode, EpisodeHeader, PlannerInfo
+
+    header = EpisodeHeader(episode_id="e1", request="</title><b>hi</b>", planner=PlannerInfo(backend="x", model="m"))
+    dom = Tree(render_replay(Episode(header=header), complete=False)).root
+    assert dom.find("head")[0].find("title")[0].all_text() == "pocketpilot replay: </title><b>hi</b>"
+    assert not dom.find("b") or all(n.all_text() != "hi" for n in dom.find("b"))
+    assert "none" in dom.find(id="verdict")[0].classes and "incomplete trace" in dom.all_text()
+    assert not dom.find(id="steps")[0].find("li") and not dom.find(id="chart")[0].find("rect")
