@@ -12,12 +12,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _replay_traces import HOSTILE, hostile_trace, recall_trace
 
 from pocketpilot.replay import render_replay
 from pocketpilot.trace import read_trace
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _replay_traces import HOSTILE, hostile_trace, recall_trace  # noqa: E402
 
 
 class Node:
