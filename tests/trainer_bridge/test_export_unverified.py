@@ -105,11 +105,19 @@ def test_an_empty_export_is_refused_and_no_file_is_written(traces, tmp_path, suf
         with pytest.raises(EmptyExportError, match="nothing to export"):
             write_rows([], path, kind)
         assert not path.exists() and not list(tmp_path.glob(f".empty-{kind}*"))  # no temp file either
+    probe = tmp_path / f"probe{suffix}"
     if suffix == ".jsonl":
-        (tmp_path / "probe.jsonl").write_text("")
-        with pytest.raises(Exception):  # noqa: B017 - whatever datasets raises for it
-            datasets.load_dataset("json", data_files=str(tmp_path / "probe.jsonl"), split="train",
-                                  cache_dir=str(tmp_path / "cache"))
+        probe.write_text("")
+    else:  # even a Parquet file that carries the export's schema, with no row
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from pocketpilot.trainer_bridge.export_io import arrow_schema
+
+        pq.write_table(pa.Table.from_pylist([], schema=arrow_schema("sft")), probe)
+    with pytest.raises(Exception):  # noqa: B017 - whatever datasets raises for it
+        datasets.load_dataset("json" if suffix == ".jsonl" else "parquet", data_files=str(probe), split="train",
+                              cache_dir=str(tmp_path / "cache"))
     # an earlier export under that name is left as it was
     keep = tmp_path / f"keep{suffix}"
     out = cli("export", "rl", *map(str, traces["free"]), "-o", str(keep), "--min-size", "1")
