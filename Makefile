@@ -42,6 +42,8 @@ demo: $(BASE)
 
 test: $(DEV)
 	$(VENV)/bin/pocketpilot models pull qwen2.5-coder-0.5b
+# headless Chromium renders the HTML replay in its test (Debian's package; root on CI)
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 clean-venv:

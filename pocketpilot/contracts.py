@@ -459,6 +459,14 @@ class Step(_Contract):
     duration_s: float = 0.0
     children: list[Episode] = Field(default_factory=list)
     """Episodes of sub-agents started by a delegate action, nested in the parent's trace."""
+    system_prompt: str | None = None
+    """The system message this step's context began with, recorded on the first planner step
+    and again whenever it changed (a loaded skill); None: the same as the step before. Kept
+    verbatim because re-rendering it later (another version's rules, another guidance filter)
+    would export a prompt the planner never saw."""
+    tools_added: list[ToolSpec] = Field(default_factory=list)
+    """Tools this step's context exposed beyond the header's and earlier steps' (a loaded
+    skill's), so every tool a later step calls has its spec in the trace."""
 
 
 class CriterionResult(_Contract):
@@ -495,6 +503,11 @@ class EpisodeHeader(_Contract):
     """Content hash of the Scenario Adapter's harness configuration η the run used."""
     skills: list[str] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(default_factory=list)
+    kinds: list[str] = Field(default_factory=list)
+    """The action kinds offered to the planner (empty in traces older than this field)."""
+    preamble: list[dict[str, str]] = Field(default_factory=list)
+    """Messages (role, content) the context held between the system message and the request:
+    earlier conversation, recalled evidence. Fixed for the run, so recorded once."""
     pocketpilot_version: str = ""
     started_at: datetime = Field(default_factory=utcnow)
     parent_episode_id: str | None = None

@@ -2,8 +2,8 @@
 
 A line per record (header, each step, end) appended and flushed as it happens, so a crash or
 Ctrl-C keeps every step that completed; a torn last line is ignored on read. Traces convert
-losslessly to OpenAI chat messages with ``tool_calls`` (non-tool actions ride as calls of
-reserved ``pp_<kind>`` functions) and back.
+losslessly to an OpenAI chat request (system message, ``tools``, messages with ``tool_calls``;
+harness actions are calls of declared, reserved ``pp_<kind>`` functions) and back.
 """
 
 from __future__ import annotations
@@ -16,17 +16,27 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .contracts import (
     ACTION_ADAPTER,
+    ACTION_KINDS,
     Action,
+    AskUser,
+    Delegate,
     Episode,
     EpisodeHeader,
+    Finish,
+    LoadSkill,
+    MemorySearch,
+    MemoryWrite,
+    Refuse,
     Step,
     StopReason,
     ToolCall,
     ToolCallAction,
+    ToolResult,
+    ToolSpec,
     Verdict,
     utcnow,
 )
@@ -37,7 +47,9 @@ __all__ = [
     "TRACE_SCHEMA",
     "TraceWriter",
     "actions_from_openai",
+    "episode_to_chat",
     "episode_to_openai",
+    "episode_tools",
     "read_trace",
 ]
 
@@ -45,6 +57,11 @@ logger = logging.getLogger(__name__)
 
 TRACE_SCHEMA = 1
 RESERVED_PREFIX = "pp_"
+
+_ACTION_MODELS: dict[str, type[BaseModel]] = {
+    m.model_fields["kind"].default: m
+    for m in (ToolCallAction, MemorySearch, MemoryWrite, LoadSkill, Delegate, AskUser, Refuse, Finish)
+}
 
 
 class TraceWriter:
@@ -166,11 +183,77 @@ def _action_call(action: Action) -> tuple[str, dict[str, Any]]:
     return RESERVED_PREFIX + action.kind, fields
 
 
-def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
-    """Chat messages in the OpenAI format: the request, then per step the assistant's tool_calls
-    and one ``tool`` message per call; unparseable outputs stay as plain assistant text."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": episode.header.request}]
+def _action_function(kind: str) -> dict[str, Any]:
+    """The OpenAI function a harness action kind is declared as (``pp_<kind>``)."""
+    model = _ACTION_MODELS[kind]
+    schema = model.model_json_schema()
+    properties = {k: v for k, v in schema.get("properties", {}).items() if k != "kind"}
+    for prop in properties.values():
+        prop.pop("title", None)
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    required = [k for k in schema.get("required", []) if k != "kind"]
+    if required:
+        parameters["required"] = required
+    if "$defs" in schema:
+        parameters["$defs"] = schema["$defs"]
+    description = f"pocketpilot harness action {kind}: {schema.get('description', '')}".strip()
+    return {"type": "function", "function": {"name": RESERVED_PREFIX + kind, "description": description,
+                                             "parameters": parameters}}
+
+
+def _harness_kinds(episode: Episode) -> list[str]:
+    """Kinds offered (recorded in the header) plus any the steps used (older traces)."""
+    used = [s.action.kind for s in episode.steps if s.action is not None]
+    ordered = [k for k in ACTION_KINDS if k in episode.header.kinds or k in used]
+    return [k for k in ordered if k != "tool_call"]
+
+
+def episode_tools(episode: Episode) -> list[dict[str, Any]]:
+    """The OpenAI ``tools`` list of an episode: every tool it exposed, then its harness actions.
+
+    Harness actions (finish, refuse, memory_search, ...) are declared as reserved ``pp_<kind>``
+    functions rather than mapped to assistant text: every planner decision then stays a typed
+    call a trainer can learn and :func:`actions_from_openai` can read back, and a
+    ``finish`` summary cannot be confused with an ``ask_user`` question.
+    """
+    tools: dict[str, ToolSpec] = {t.name: t for t in episode.header.tools}
     for step in episode.steps:
+        for spec in step.tools_added:
+            tools.setdefault(spec.name, spec)
+    return [t.to_openai() for t in tools.values()] + [_action_function(k) for k in _harness_kinds(episode)]
+
+
+def _result_body(result: ToolResult) -> dict[str, Any]:
+    # the shape the planner was fed (session feedback): defaults left out, ok always there
+    return {"ok": result.ok, **result.model_dump(mode="json", exclude_defaults=True)}
+
+
+def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
+    """Chat messages in the OpenAI format, as the planner saw the run.
+
+    The recorded system message first (and again where a loaded skill changed it), the
+    recorded preamble (earlier conversation, recalled evidence), the request, then per step
+    the assistant's ``tool_calls`` and one ``tool`` message per call that has a result,
+    notices riding on the last. A step with nothing fed back (the final
+    finish, ask_user or refuse) ends on its call, with no made-up tool message. An output that
+    did not parse stays plain assistant text, followed by its error as a user message (there is
+    no call for a tool message to answer).
+    """
+    messages: list[dict[str, Any]] = []
+    prompts = [s.system_prompt for s in episode.steps if s.system_prompt is not None]
+    if prompts:
+        messages.append({"role": "system", "content": prompts[0]})
+    for earlier in episode.header.preamble:
+        # an earlier "tool" feedback answers no call of this export: it rides as user text
+        role = earlier.get("role") if earlier.get("role") in ("user", "assistant", "system") else "user"
+        messages.append({"role": role, "content": earlier.get("content", "")})
+    messages.append({"role": "user", "content": episode.header.request})
+    shown = prompts[0] if prompts else None
+    last = len(episode.steps) - 1
+    for n, step in enumerate(episode.steps):
+        if step.system_prompt is not None and step.system_prompt != shown:
+            messages.append({"role": "system", "content": step.system_prompt})
+            shown = step.system_prompt
         action = step.action
         if action is None:
             raw = step.planner.raw if step.planner else ""
@@ -188,32 +271,46 @@ def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": cid, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                    for cid, (n, a) in zip(ids, calls)
+                    {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                    for cid, (name, args) in zip(ids, calls)
                 ],
             }
         )
-        for i, cid in enumerate(ids):
-            if i < len(step.results):
-                body: dict[str, Any] = step.results[i].model_dump(mode="json")
-            else:
-                body = {}
-            if i == len(ids) - 1 and step.notices:
+        answered = list(zip(ids, step.results))
+        for i, (cid, result) in enumerate(answered):
+            body = _result_body(result)
+            if i == len(answered) - 1 and step.notices:
                 body["notices"] = step.notices
-            messages.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(body)})
+            content = json.dumps(body, ensure_ascii=False)
+            messages.append({"role": "tool", "tool_call_id": cid, "content": content})
+        if not answered and step.notices and n < last:
+            messages.append({"role": "user", "content": json.dumps({"notices": step.notices}, ensure_ascii=False)})
     return messages
 
 
+def episode_to_chat(episode: Episode) -> dict[str, Any]:
+    """The episode as one OpenAI chat-completions request body: model, messages and tools."""
+    return {"model": episode.header.planner.model, "messages": episode_to_openai(episode),
+            "tools": episode_tools(episode)}
+
+
 def actions_from_openai(messages: Iterable[dict[str, Any]]) -> list[Action]:
-    """Recover the action sequence from messages made by :func:`episode_to_openai`."""
+    """Recover the action sequence from messages made by :func:`episode_to_openai`.
+
+    Raises:
+        TraceError: a tool call that is malformed or names a ``pp_`` action that does not exist.
+    """
     actions: list[Action] = []
-    for message in messages:
+    for number, message in enumerate(messages):
         if message.get("role") != "assistant" or not message.get("tool_calls"):
             continue
-        calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]]
-        first = calls[0][0]
-        if first.startswith(RESERVED_PREFIX):
-            actions.append(ACTION_ADAPTER.validate_python({"kind": first[len(RESERVED_PREFIX):], **calls[0][1]}))
-        else:
-            actions.append(ToolCallAction(calls=[ToolCall(name=n, arguments=a) for n, a in calls]))
+        try:
+            calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]]
+            first = calls[0][0]
+            if first.startswith(RESERVED_PREFIX):
+                actions.append(ACTION_ADAPTER.validate_python({**calls[0][1], "kind": first[len(RESERVED_PREFIX):]}))
+            else:
+                actions.append(ToolCallAction(calls=[ToolCall(name=n, arguments=a) for n, a in calls]))
+        except (KeyError, TypeError, json.JSONDecodeError, ValidationError) as exc:
+            raise TraceError(f"message {number}: not a pocketpilot action ({type(exc).__name__})") from exc
     return actions

@@ -102,6 +102,23 @@ def _guarded(traces: Sequence[str], ledger: DeletionLedger) -> Iterator[tuple[Ep
         click.echo(f"{dropped} episode(s) left out: they quote deleted memories", err=True)
 
 
+def _no_verdict(count: int, total: int, require: bool, kept_as: str) -> None:
+    """Say how many traces no verifier judged, or refuse them (``--require-verdict``)."""
+    if not count:
+        return
+    if require:
+        raise UsageError(
+            f"{count} of {total} trace(s) have no verdict (free runs, no task): --require-verdict refuses them"
+        )
+    click.echo(f"note: {count} of {total} trace(s) have no verdict (free runs): {kept_as}", err=True)
+
+
+_REQUIRE_VERDICT = click.option(
+    "--require-verdict", is_flag=True,
+    help="Refuse traces no verifier judged (free runs) instead of exporting them.",
+)
+
+
 @click.group("export", help="Export traces as training data, or curate them into a store.")
 def export() -> None:
     """Export commands."""
@@ -112,19 +129,26 @@ def export() -> None:
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Output .jsonl or .parquet.")
 @click.option("--include-ineligible", is_flag=True, help="Also write episodes without supervised turns (all masked).")
 @_ledger_options
+@_REQUIRE_VERDICT
 def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, memory_db: tuple[str, ...],
-            service_token: str | None, admin_token: str | None, no_memory_db: bool) -> None:
-    """Chat messages with tools and a per-turn train mask, one row per episode (secrets redacted)."""
+            service_token: str | None, admin_token: str | None, no_memory_db: bool, require_verdict: bool) -> None:
+    """Chat messages with tools and a per-turn train mask, one row per episode (secrets redacted).
+
+    Episodes no verifier judged are written unverified (``verified: false``, every turn
+    masked) unless --require-verdict; failed or torn ones only with --include-ineligible.
+    """
     from ..memory.export import redact_row
-    from ..trainer_bridge.export_io import write_rows
+    from ..trainer_bridge.export_io import EmptyExportError, write_rows
     from ..trainer_bridge.export_sft import sft_record
 
     episodes = _guarded(traces, _export_ledger(memory_db, service_token, admin_token, no_memory_db))
-    rows = (
-        redact_row(r.row())
-        for r in (sft_record(ep, complete=c) for ep, c in episodes)
-        if include_ineligible or r.eligible
-    )
+    records = [sft_record(ep, complete=c) for ep, c in episodes]
+    unverified = sum(not r.verified for r in records)
+    _no_verdict(unverified, len(records), require_verdict, "written with verified=false, every turn masked")
+    rows = [redact_row(r.row()) for r in records if include_ineligible or r.eligible or not r.verified]
+    if not rows:
+        why = f"all {len(records)} trace(s) failed or are torn (--include-ineligible writes them)"
+        raise EmptyExportError(out, why)
     n = write_rows(rows, out, "sft")
     click.echo(f"{n} SFT record(s) -> {out}")
 
@@ -135,15 +159,27 @@ def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, memory_
 @click.option("--group-size", "-G", type=int, default=None, help="Rollouts per group (default: all of a task's).")
 @click.option("--min-size", type=int, default=2, show_default=True, help="Drop smaller groups.")
 @_ledger_options
+@_REQUIRE_VERDICT
 def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int, memory_db: tuple[str, ...],
-           service_token: str | None, admin_token: str | None, no_memory_db: bool) -> None:
-    """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data (secrets redacted)."""
+           service_token: str | None, admin_token: str | None, no_memory_db: bool, require_verdict: bool) -> None:
+    """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data (secrets redacted).
+
+    Runs no verifier judged join with reward null (task-less ones grouped by request) unless
+    --require-verdict.
+    """
     from ..memory.export import redact_row
-    from ..trainer_bridge.export_io import write_rows
+    from ..trainer_bridge.export_io import EmptyExportError, write_rows
     from ..trainer_bridge.export_rl import rl_groups
 
-    episodes = _guarded(traces, _export_ledger(memory_db, service_token, admin_token, no_memory_db))
-    groups = rl_groups((ep for ep, _ in episodes), group_size=group_size, min_size=min_size)
+    episodes = [ep for ep, _ in _guarded(traces, _export_ledger(memory_db, service_token, admin_token, no_memory_db))]
+    unverified = sum(ep.verdict is None for ep in episodes)
+    _no_verdict(unverified, len(episodes), require_verdict, "their rollouts carry reward null")
+    groups = rl_groups(
+        episodes, group_size=group_size, min_size=min_size, include_unverified=not require_verdict
+    )
+    if not groups:
+        why = f"{len(episodes)} trace(s) formed no group of at least --min-size {min_size}"
+        raise EmptyExportError(out, why)
     n = write_rows((redact_row(g.row()) for g in groups), out, "rl")
     click.echo(f"{n} RL group(s) -> {out}")
 

@@ -427,10 +427,15 @@ class _RunState:
             eta_version=session.eta_version,
             skills=list(self.loaded_skills),  # in force from the first step (routed by the adapter)
             tools=list(self.tools.values()),
+            kinds=list(self.kinds),
+            preamble=[{"role": m.role, "content": m.content} for m in [*session.prior, *self._evidence()]],
             pocketpilot_version=__version__,
             parent_episode_id=session.parent_episode_id,
             memory_retrieval=session.memory.retrieval if isinstance(session.memory, DescribesRetrieval) else None,
         )
+        self.seen_prompt: str | None = None
+        self.seen_tools: set[str] = set(self.tools)
+        """The system message and the tools the last recorded planner step saw (``_seen``)."""
         self.ended = False
         """The end record is written (or being written): a later cancellation adds no second one."""
         self.writer: TraceWriter | None = None
@@ -447,9 +452,7 @@ class _RunState:
     async def loop(self) -> None:
         request_msg = ChatMessage(role="user", content=self.request, section="request")
         prefix, prefix_notices = self._prefix()
-        evidence = []
-        if self.s.evidence:
-            evidence = [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")]
+        evidence = self._evidence()
         for index in range(self.cfg.max_steps):
             remaining = self.cfg.max_seconds - (time.monotonic() - self.started)
             if remaining <= 0:
@@ -459,6 +462,7 @@ class _RunState:
                 self._set_stop("max_tokens", f"token budget of {self.cfg.max_tokens} exhausted ({self.tokens} used)")
                 return
             messages = self.assembler.assemble(prefix, request_msg, self.history)
+            seen = self._seen(prefix)
             # earlier conversation, then request-specific evidence: after the prefix, before the request
             messages[1:1] = [*self.s.prior, *evidence]
             context_digest = digest([m.model_dump() for m in messages])
@@ -490,7 +494,7 @@ class _RunState:
                 self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
                 return
             except PlannerOutputError as exc:
-                await self._parse_failure(index, context_digest, exc, started_at, t0)
+                await self._parse_failure(index, context_digest, exc, started_at, t0, seen)
                 if self.parse_failures >= self.cfg.max_parse_failures:
                     self._set_stop("planner_error", f"{self.parse_failures} unparseable outputs in a row: {exc.reason}")
                     return
@@ -517,6 +521,7 @@ class _RunState:
                 started_at=started_at,
                 duration_s=time.monotonic() - t0,
                 children=outcome.children,
+                **seen,
             )
             await self._record(step, turn.raw or output.action.model_dump_json(), self._feedback(outcome))
             logger.info("step %d: %s", index, output.action.kind)
@@ -535,6 +540,23 @@ class _RunState:
     def _prefix(self) -> tuple[ChatMessage, list[str]]:
         filtered = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
         return self.assembler.prefix(list(self.tools.values()), self.kinds, [*filtered, *self.guidance], self._loadable())
+
+    def _evidence(self) -> list[ChatMessage]:
+        if not self.s.evidence:
+            return []
+        return [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")]
+
+    def _seen(self, prefix: ChatMessage) -> dict[str, Any]:
+        """What this step's context holds that the trace has not recorded yet: the system
+        message when it changed, and tools exposed since the last step (``Step.system_prompt``)."""
+        seen: dict[str, Any] = {}
+        if prefix.content != self.seen_prompt:
+            seen["system_prompt"] = self.seen_prompt = prefix.content
+        added = [t for name, t in self.tools.items() if name not in self.seen_tools]
+        if added:
+            seen["tools_added"] = added
+            self.seen_tools.update(t.name for t in added)
+        return seen
 
     def _loadable(self) -> list[str]:
         if self.s.skills is None or "load_skill" not in self.kinds:
@@ -558,7 +580,8 @@ class _RunState:
             self.s.on_step(step)
 
     async def _parse_failure(
-        self, index: int, context_digest: str, exc: PlannerOutputError, started_at: Any, t0: float
+        self, index: int, context_digest: str, exc: PlannerOutputError, started_at: Any, t0: float,
+        seen: dict[str, Any],
     ) -> None:
         self.parse_failures += 1
         turn = exc.turn if isinstance(exc.turn, PlannerTurn) else PlannerTurn(raw=exc.raw, finish_reason="error")
@@ -573,6 +596,7 @@ class _RunState:
             notices=[notice],
             started_at=started_at,
             duration_s=time.monotonic() - t0,
+            **seen,
         )
         await self._record(step, exc.raw, json.dumps({"error": error.model_dump(), "notices": [notice]}))
 

@@ -4,7 +4,9 @@ Both are written atomically (a temporary file in the target directory, then ``os
 so a crash never leaves a half-written dataset under the final name. Parquet files carry an
 explicit Arrow schema instead of an inferred one: a batch whose optional fields are all null
 would otherwise infer a ``null`` type and clash with the next file of the same dataset.
-``datasets.load_dataset("json" | "parquet", data_files=...)`` reads either as is.
+``datasets.load_dataset("json" | "parquet", data_files=...)`` reads either as is. An export
+with no record is refused (:class:`EmptyExportError`), never written as a file that
+``load_dataset`` fails to open.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..contracts import SamplerSettings
 from ..errors import PocketPilotError, UsageError
 
 __all__ = [
+    "EmptyExportError",
     "ExportDependencyError",
     "Format",
     "RecordKind",
@@ -43,6 +46,14 @@ class ExportDependencyError(PocketPilotError, ImportError):
 
     def __init__(self) -> None:
         super().__init__("Parquet export needs pyarrow: pip install 'pocketpilot[export]' (JSONL works without it)")
+
+
+class EmptyExportError(UsageError):
+    """No record to write. Refused rather than written: ``datasets.load_dataset`` cannot open an
+    empty JSONL file, nor a Parquet file without rows (even one that carries the schema)."""
+
+    def __init__(self, path: str | Path, why: str = "") -> None:
+        super().__init__(f"{path}: nothing to export{': ' + why if why else ''}; no file written")
 
 
 def format_for(path: str | Path) -> Format:
@@ -72,7 +83,11 @@ def _atomic(path: Path, write: Callable[[str], None]) -> None:
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
-    """Write rows as JSON lines atomically; returns the count."""
+    """Write rows as JSON lines atomically; returns the count.
+
+    Raises:
+        EmptyExportError: no row (nothing is written, an earlier file stays as it was).
+    """
     count = 0
 
     def write(tmp: str) -> None:
@@ -81,6 +96,8 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
             for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
                 count += 1
+            if count == 0:
+                raise EmptyExportError(path)
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -157,6 +174,7 @@ def arrow_schema(kind: RecordKind) -> Any:
                 ("train_mask", pa.list_(pa.int64())),
                 ("turn_labels", pa.list_(pa.string())),
                 ("eligible", pa.bool_()),
+                ("verified", pa.bool_()),
                 ("model_sha256", pa.string()),
                 ("eta_version", pa.string()),
             ]
@@ -191,6 +209,8 @@ def arrow_schema(kind: RecordKind) -> Any:
     rollout = pa.struct(
         [
             ("episode_id", pa.string()),
+            ("verified", pa.bool_()),
+            ("reward", pa.float64()),
             ("success", pa.bool_()),
             ("progress", pa.float64()),
             ("output_tokens", pa.int64()),
@@ -220,6 +240,7 @@ def write_parquet(rows: Iterable[dict[str, Any]], path: str | Path, kind: Record
     Raises:
         ExportDependencyError: pyarrow is not installed.
         UsageError: a row does not fit the schema.
+        EmptyExportError: no row (nothing is written).
     """
     pa = _pyarrow()
     import pyarrow.parquet as pq
@@ -237,9 +258,11 @@ def write_parquet(rows: Iterable[dict[str, Any]], path: str | Path, kind: Record
                     writer.write_table(_table(pa, chunk, schema))
                     count += len(chunk)
                     chunk = []
-            if chunk or count == 0:
+            if chunk:
                 writer.write_table(_table(pa, chunk, schema))
                 count += len(chunk)
+            if count == 0:
+                raise EmptyExportError(path)
 
     _atomic(Path(path), write)
     return count

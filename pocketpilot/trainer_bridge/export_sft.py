@@ -8,8 +8,9 @@ turn:
 **Eligibility.** An episode contributes supervised turns only if its trace is complete and it
 carries a verifier verdict with ``success=True``. Any other episode (no verdict, failed verdict,
 torn trace) yields a record whose every turn is masked; :func:`sft_record` marks it
-``eligible=False`` and the exporters skip it by default. Failed rollouts still train through
-the RL groups, where the verifier's reward speaks for them.
+``eligible=False`` and the exporters skip it by default, except an unverified one
+(``verified=False``, a free run), which ``export sft`` writes unless ``--require-verdict``.
+Failed rollouts still train through the RL groups, where the verifier's reward speaks for them.
 
 **Turn labels** (in an eligible episode), one per step, in order:
 
@@ -37,7 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..contracts import AskUser, Episode, Finish, Refuse, Step
-from ..trace import episode_to_openai
+from ..trace import episode_to_openai, episode_tools
 
 __all__ = [
     "MESSAGE_KEYS",
@@ -67,12 +68,16 @@ class SftRecord(BaseModel):
     task_id: str | None
     messages: list[dict[str, Any]]
     tools: str
-    """The exposed tools as a JSON string of the OpenAI ``tools`` list (``json.loads`` it).
+    """The exposed tools and the declared ``pp_`` harness actions, as a JSON string of the OpenAI
+    ``tools`` list (``json.loads`` it): every function the messages call is declared there.
     A string, because tool parameter schemas differ in shape and would not share one Arrow
     type."""
     train_mask: list[int]
     turn_labels: list[str]
     eligible: bool
+    verified: bool
+    """A verifier judged the episode. An unverified one (a free run) has every turn masked; its
+    ``turn_labels`` still say which turns were clean, for a trainer that trusts such runs."""
     model_sha256: str | None
     eta_version: str | None
 
@@ -143,10 +148,11 @@ def sft_record(episode: Episode, *, complete: bool = True) -> SftRecord:
         id=episode.header.episode_id,
         task_id=episode.header.task_id,
         messages=messages,
-        tools=json.dumps([t.to_openai() for t in episode.header.tools], sort_keys=True),
+        tools=json.dumps(episode_tools(episode), sort_keys=True),
         train_mask=mask,
         turn_labels=list(labels),
         eligible=eligible,
+        verified=episode.verdict is not None,
         model_sha256=episode.header.planner.model_sha256,
         eta_version=episode.header.eta_version,
     )

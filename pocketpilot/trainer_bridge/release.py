@@ -288,13 +288,15 @@ def build_release(
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{version}."))
     try:
-        write_jsonl(sft_rows, tmp / "sft.jsonl")
-        write_jsonl(rl_rows, tmp / "rl.jsonl")
+        # an empty dataset file is left out, not written: datasets.load_dataset cannot open one
+        tables = [(name, rows) for name, rows in (("sft", sft_rows), ("rl", rl_rows)) if rows]
+        for name, rows in tables:
+            write_jsonl(rows, tmp / f"{name}.jsonl")
         want_parquet = parquet
         if want_parquet is not False:
             try:
-                write_parquet(sft_rows, tmp / "sft.parquet", "sft")
-                write_parquet(rl_rows, tmp / "rl.parquet", "rl")
+                for name, rows in tables:
+                    write_parquet(rows, tmp / f"{name}.parquet", name)  # type: ignore[arg-type]
             except ExportDependencyError:
                 if want_parquet:
                     raise

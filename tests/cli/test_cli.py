@@ -67,8 +67,10 @@ async def test_trace_show_renders_steps_and_verdict(tmp_path):
     assert "step 1: tool_call" in out.stdout and "set_wifi(enabled=false)" in out.stdout
     assert "verdict: SUCCESS" in out.stdout
     as_openai = cli("trace", "show", "--openai", str(session.trace_path))
-    messages = json.loads(as_openai.stdout)
-    assert messages[0]["role"] == "user" and messages[1]["tool_calls"]
+    chat = json.loads(as_openai.stdout)
+    messages = chat["messages"]
+    assert [m["role"] for m in messages[:2]] == ["system", "user"] and messages[2]["tool_calls"]
+    assert "set_wifi" in {t["function"]["name"] for t in chat["tools"]}
 
 
 @pytest.mark.slow

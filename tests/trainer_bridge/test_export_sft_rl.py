@@ -50,7 +50,9 @@ def test_mask_supervises_recovery_and_masks_errors_keeping_feedback() -> None:
     assert "invalid_arguments" in rec.messages[assistants[1][0] + 1]["content"]
     assert set(rec.messages[0]) == {"role", "content", "tool_calls", "tool_call_id", "weight"}
     tools = json.loads(rec.tools)
-    assert {t["function"]["name"] for t in tools} == {"set_wifi", "send_sms", "get_battery"}
+    assert {t["function"]["name"] for t in tools} == {"set_wifi", "send_sms", "get_battery", "pp_finish"}
+    called = {c["function"]["name"] for m in rec.messages for c in m["tool_calls"] or []}
+    assert called <= {t["function"]["name"] for t in tools}
     assert any(t.get("x-pocketpilot", {}).get("destructive") for t in tools)
 
 
