@@ -414,6 +414,8 @@ class _RunState:
         """Calls that failed on a record's id where a name belongs (by key), and the call with the
         name in (``recovery_hints``): sent again, the named form runs instead."""
         self.parse_failures = 0
+        self.harness_said: set[str] = set()
+        """Error messages the harness itself returned (holds, denials): feedback, not the world's."""
         self.tokens = 0
         self.stop_reason: StopReason = "max_steps"
         self.stop_detail = f"no stop after {self.cfg.max_steps} steps"
@@ -876,7 +878,10 @@ class _RunState:
         yield from self.s.evidence
         for step in self.steps:
             yield from (m.content for m in step.retrieved)
-            yield from (r.error.message for r in step.results if r.error is not None)
+            # the world's error messages only: a hold's own notice names the call it held, and
+            # would ground the identical retry
+            yield from (r.error.message for r in step.results
+                        if r.error is not None and r.error.message not in self.harness_said)
 
     def _undoes_own_work(self, call: ToolCall, spec: ToolSpec) -> str | None:
         """Why a destructive call would undo what this run created for the request (None: it does not).
@@ -966,23 +971,29 @@ class _RunState:
         return None
 
     async def _one_call(self, call: ToolCall, batch: Sequence[ToolCall]) -> tuple[ToolResult, list[str]]:
+        result, notices, ran = await self._checked_call(call, batch)
+        if result.error is not None and not ran:
+            self.harness_said.add(result.error.message)  # the harness's own words ground nothing
+        return result, notices
+
+    async def _checked_call(self, call: ToolCall, batch: Sequence[ToolCall]) -> tuple[ToolResult, list[str], bool]:
         spec = self.tools.get(call.name)
         if spec is None:
-            return ToolResult.failure("unknown_tool", f"{call.name!r} is not exposed; use one of: {', '.join(self.tools)}"), []
+            return ToolResult.failure("unknown_tool", f"{call.name!r} is not exposed; use one of: {', '.join(self.tools)}"), [], False
         for gate in self.gates:
             missing = gate.check(call, batch, [*self.s.gate_history, *self.steps])
             if missing:
-                return ToolResult.failure("precondition_failed", f"{call.name}: {missing}"), []
+                return ToolResult.failure("precondition_failed", f"{call.name}: {missing}"), [], False
         if self.cfg.scope_guard and out_of_scope(spec, self._scope_texts()):
             return ToolResult.failure(
                 "not_allowed",
                 f"{call.name}: neither the request nor any recalled memory mentions this setting, so it stays "
                 "as it is. Change only what was asked; if that is done, finish with what you changed (this is no "
                 "reason to refuse).",
-            ), []
+            ), [], False
         undo = self._undoes_own_work(call, spec)
         if undo is not None:
-            return ToolResult.failure("not_allowed", undo), []
+            return ToolResult.failure("not_allowed", undo), [], False
         effective, detail = await self._effect_of(call, spec)
         if effective.needs_confirmation:
             allowed = await self.s.confirm(call, effective)
@@ -991,9 +1002,9 @@ class _RunState:
             if not allowed:
                 message = f"{what}: it changes something that cannot be undone and was not confirmed ({reason})"
                 notice = f"confirmation denied for {what}: {reason}"
-                return ToolResult.failure("confirmation_denied", message), [notice]
-            return await self.s.executor.call(call), [f"confirmation granted for {what}: {reason}"]
-        return await self.s.executor.call(call), []
+                return ToolResult.failure("confirmation_denied", message), [notice], False
+            return await self.s.executor.call(call), [f"confirmation granted for {what}: {reason}"], True
+        return await self.s.executor.call(call), [], True
 
     async def _effect_of(self, call: ToolCall, spec: ToolSpec) -> tuple[ToolSpec, str]:
         """The semantics confirmation goes by: the spec's, or what the executor says the call hits.

@@ -71,3 +71,17 @@ async def test_recalled_memories_and_error_messages_ground_a_setting():
     assert out_of_scope(_specs()["set_bluetooth"], ["Connect my buds."])  # the request alone does not name it
     assert not episode.steps[0].results[0].ok and "luetooth" in episode.steps[0].results[0].error.message
     assert episode.steps[1].results[0].ok and phone2.state.settings.bluetooth is True
+
+
+async def test_the_holds_own_notice_does_not_ground_the_identical_retry():
+    """The hold names the call it held ("set_wifi: ..."): that is the harness talking, not the world."""
+    phone = SandboxPhone()
+    wifi_before = phone.state.settings.wifi
+    retry = call("set_wifi", enabled=not wifi_before)
+    planner = ScriptedPlanner([call("set_do_not_disturb", enabled=True), retry, retry, retry, FINISH])
+    episode = await Session(planner, SandboxExecutor(phone), tools=SETTINGS, confirm=AllowAll(), config=GUARD).run(
+        "I'm heading into a meeting, turn on do not disturb.")
+    held = [s.results[0] for s in episode.steps[1:4]]
+    assert all(r.error is not None and r.error.code == "not_allowed" for r in held)
+    assert "wifi" in held[0].error.message.lower()  # the notice does mention it: only its source disqualifies it
+    assert phone.state.settings.wifi == wifi_before
