@@ -15,6 +15,7 @@ from ..errors import PocketPilotError
 from ._errors import ErrorMappingGroup, one_line
 from .adapter import adapter
 from .bench import bench
+from .cache import cache
 from .checkpoint import checkpoint
 from .devices import devices, simphone
 from .diagnose import diagnose
@@ -40,7 +41,7 @@ def cli(verbose: int) -> None:
 
 
 for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose, devices, simphone,
-                checkpoint, rollout):
+                checkpoint, rollout, cache):
     cli.add_command(command)
 
 

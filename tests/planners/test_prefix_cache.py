@@ -140,3 +140,17 @@ def test_swapping_the_model_file_misses_the_cache(test_gguf: Path, tmp_path: Pat
     turn = asyncio.run(go())
     assert turn.prefix == "evaluated"
     assert len(cache.entries()) == 2  # its own state beside the other model's, never mixed
+
+
+def test_cache_info_and_clear_on_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.cache import cache
+
+    monkeypatch.setenv("POCKETPILOT_HOME", str(tmp_path))
+    PrefixCache().save(KEY, b"x" * 2_000_000)
+    shown = CliRunner().invoke(cache, ["info"])
+    assert shown.exit_code == 0 and "1 prefix state(s), 2.0 MB" in shown.output and str(tmp_path) in shown.output
+    cleared = CliRunner().invoke(cache, ["clear"])
+    assert cleared.exit_code == 0 and "cleared 2.0 MB" in cleared.output
+    assert PrefixCache().entries() == []
