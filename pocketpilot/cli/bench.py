@@ -15,8 +15,6 @@ import click
 
 from ..errors import UsageError
 from ..evaluation import BenchReport, Mode, TaskOutcome, load_harness_kit, run_comparison
-from ..harness import Planner
-from ..model_store import ModelStore
 from ..tasks import load_suite
 from ._planner import build_planner, planner_options
 from ._progress import task_bar
@@ -57,20 +55,6 @@ def select_tasks(
     return tasks
 
 
-def _with_threads(planner: Planner, model: str, threads: int) -> Planner:
-    """The same in-process model and sampler with an explicit thread count (the model is not loaded yet)."""
-    from ..harness.planners import LlamaCppPlanner
-
-    if threads < 1:
-        raise UsageError("--threads must be at least 1")
-    path, entry = ModelStore().resolve(model)
-    info = planner.info
-    return LlamaCppPlanner(
-        path, sampler=info.sampler, n_threads=threads,
-        sha256=entry.sha256 if entry else None, quant_type=entry.quant_type if entry else None,
-    )
-
-
 @click.command("bench")
 @click.option("--split", type=click.Choice(["dev", "evolve", "test"]), default=None, help="Only this split.")
 @click.option("--task-id", "task_ids", multiple=True, help="Only these tasks (repeatable).")
@@ -85,13 +69,11 @@ def _with_threads(planner: Planner, model: str, threads: int) -> Planner:
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None, help="Write the Markdown table here.")
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None)
-@click.option("--threads", type=int, default=None,
-              help="llama.cpp threads (default: all cores; 1 is faster on an oversubscribed machine).")
 @planner_options
 def bench(split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None,
           per_group: int | None, no_harness: bool,
           compare: bool, use_embedder: bool, out: str | None, markdown_out: str | None, trace_dir: str | None,
-          threads: int | None, model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
+          model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Run bundled tasks with and/or without the harness; per group: success, steps, output tokens, wall time."""
     if compare and no_harness:
         raise UsageError("--compare already runs the bare planner; drop --no-harness")
@@ -104,8 +86,6 @@ def bench(split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...],
         embedder = default_embedder()
     kit = load_harness_kit()
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
-    if threads is not None and endpoint is None:
-        planner = _with_threads(planner, model, threads)
 
     bar = task_bar(len(tasks) * len(modes))  # tasks done of the total, with an ETA (on a terminal)
 

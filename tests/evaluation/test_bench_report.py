@@ -98,6 +98,30 @@ def test_stratified_subset_takes_evenly_spaced_tasks_of_every_group() -> None:
     assert {t.split for t in tasks} == {"test"}
 
 
-def test_threads_must_be_positive() -> None:
-    with pytest.raises(UsageError, match="--threads"):
-        bench_cli._with_threads(ScriptedPlanner([]), "qwen2.5-coder-0.5b", 0)
+@pytest.mark.parametrize("command", ["bench", "run", "demo"])
+def test_threads_must_be_positive(command: str) -> None:
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.main import cli
+
+    out = CliRunner().invoke(cli, [command, "--threads", "0", "--no-pull", "--model", "/nonexistent.gguf"])
+    assert out.exit_code == 2 and "--threads" in out.output
+
+
+def test_threads_reach_the_in_process_planner(monkeypatch: pytest.MonkeyPatch, test_gguf) -> None:
+    import click
+
+    from pocketpilot.cli._planner import build_planner, planner_options
+
+    built = {}
+
+    @click.command()
+    @planner_options
+    def probe(model, endpoint, temperature, max_new_tokens, pull):  # noqa: ANN001, ANN202
+        built["planner"] = build_planner(model, endpoint, temperature, max_new_tokens, pull)
+
+    from click.testing import CliRunner
+
+    out = CliRunner().invoke(probe, ["--model", str(test_gguf), "--threads", "1", "--no-pull"])
+    assert out.exit_code == 0, out.output
+    assert built["planner"]._kwargs["n_threads"] == 1
