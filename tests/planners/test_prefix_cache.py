@@ -154,3 +154,33 @@ def test_cache_info_and_clear_on_the_command_line(tmp_path: Path, monkeypatch: p
     cleared = CliRunner().invoke(cache, ["clear"])
     assert cleared.exit_code == 0 and "cleared 2.0 MB" in cleared.output
     assert PrefixCache().entries() == []
+
+
+@pytest.mark.slow
+def test_a_cancel_stops_prompt_processing_not_only_sampling(test_gguf: Path) -> None:
+    """A long prompt takes many seconds to evaluate: the abort callback ends it within a graph node."""
+    messages = [ChatMessage(role="system", content="Answer with one JSON action."),
+                ChatMessage(role="user", content="Remember this: " + "the quick brown fox jumps over the lazy dog. " * 300)]
+    request = PlanRequest(messages=messages, tools=[], kinds=("finish",))
+
+    async def go() -> tuple[float, str]:
+        planner = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=16), n_ctx=8192, prefix_cache=None)
+        try:
+            await planner.load()
+            task = asyncio.create_task(planner.plan(request))
+            await asyncio.sleep(0.5)  # well inside the ~3,000-token prompt's evaluation
+            t0 = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            waited = time.monotonic() - t0
+            short = [ChatMessage(role="system", content="Answer with one JSON action."),
+                     ChatMessage(role="user", content="Say done.")]
+            after = await planner.plan(PlanRequest(messages=short, tools=[], kinds=("finish",)))
+            return waited, after.action.kind
+        finally:
+            await planner.aclose()
+
+    waited, kind = asyncio.run(go())
+    assert waited < 3.0, f"cancelling took {waited:.1f}s: prompt processing was not aborted"
+    assert kind == "finish"  # the planner is usable after an aborted decode

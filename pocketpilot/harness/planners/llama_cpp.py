@@ -124,6 +124,7 @@ class LlamaCppPlanner:
             PrefixCache() if prefix_cache is True else prefix_cache if isinstance(prefix_cache, PrefixCache) else None
         )
         self._prefix_texts: dict[str, str] = {}
+        self._stop_now: threading.Event | None = None
 
     # ------------------------------------------------------------------ identity
 
@@ -355,7 +356,41 @@ class LlamaCppPlanner:
 
     def _generate_sync(self, prompt: str, grammar: Any, stop: threading.Event,
                        prefix_text: str | None = None) -> PlannerTurn:
+        """One generation; ``stop`` also aborts prompt processing mid-batch (llama.cpp's abort callback)."""
         llm = self._llm
+        self._install_abort(llm)
+        self._stop_now = stop
+        t0 = time.monotonic()
+        try:
+            return self._generate_inner(llm, prompt, grammar, stop, prefix_text)
+        except RuntimeError as exc:
+            if not stop.is_set():
+                raise PlannerBackendError(f"llama.cpp failed: {exc}") from exc
+            # aborted inside llama_decode: the KV cache may hold part of a batch; start clean
+            import llama_cpp
+
+            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+            llm.n_tokens = 0
+            return PlannerTurn(raw="", finish_reason="cancelled", latency_s=time.monotonic() - t0)
+        finally:
+            self._stop_now = None
+
+    def _install_abort(self, llm: Any) -> None:
+        """Let a cancelled step stop prompt processing, not only sampling (checked per graph node)."""
+        if getattr(llm, "_pp_abort", None) is not None:
+            return
+        import llama_cpp
+
+        def aborted(_data: Any) -> bool:
+            stop = self._stop_now
+            return stop is not None and stop.is_set()
+
+        callback = llama_cpp.ggml_abort_callback(aborted)
+        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, callback, None)
+        llm._pp_abort = callback  # kept alive as long as the context that calls it
+
+    def _generate_inner(self, llm: Any, prompt: str, grammar: Any, stop: threading.Event,
+                        prefix_text: str | None) -> PlannerTurn:
         s = self.sampler
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         if len(tokens) + s.max_tokens > llm.n_ctx():
