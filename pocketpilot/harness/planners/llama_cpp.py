@@ -36,6 +36,7 @@ from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputErr
 from ...model_store import check_gguf_header, file_sha256
 from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
+from .kv_snapshots import KvSnapshots
 from .prefix_cache import PrefixCache, PrefixKey
 
 __all__ = ["LlamaCppPlanner", "cached_sha256", "quant_type_name"]
@@ -125,6 +126,8 @@ class LlamaCppPlanner:
         )
         self._prefix_texts: dict[str, str] = {}
         self._stop_now: threading.Event | None = None
+        self._snapshots = KvSnapshots()
+        """Other conversations' KV sequences, while this one's is live (several sessions, one model)."""
 
     # ------------------------------------------------------------------ identity
 
@@ -375,6 +378,18 @@ class LlamaCppPlanner:
         finally:
             self._stop_now = None
 
+    def _resume(self, llm: Any, tokens: list[int]) -> None:
+        """Keep the live sequence if this prompt leaves it, and bring back a saved one it continues."""
+        live_tokens = [int(t) for t in llm._input_ids[: llm.n_tokens]]
+        live = _common(live_tokens, tokens)
+        if len(live_tokens) - live > self._snapshots.min_gain:  # another conversation's context: keep it
+            self._snapshots.save(live_tokens, _dump(llm))
+        best = self._snapshots.best(tokens, live)
+        if best is not None:
+            key, saved = best
+            if not _restore(llm, self._snapshots.payload(key), list(saved)):
+                llm.n_tokens = 0
+
     def _install_abort(self, llm: Any) -> None:
         """Let a cancelled step stop prompt processing, not only sampling (checked per graph node)."""
         if getattr(llm, "_pp_abort", None) is not None:
@@ -395,6 +410,7 @@ class LlamaCppPlanner:
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         if len(tokens) + s.max_tokens > llm.n_ctx():
             raise PlannerBackendError(f"prompt of {len(tokens)} tokens does not fit n_ctx={llm.n_ctx()}")
+        self._resume(llm, tokens)
         # Mirror Llama.generate's own prefix match to report what the KV cache saved.
         cached = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
         prefix_n, prefix_how, prefix_s = self._warm_prefix(llm, tokens, prefix_text)
@@ -455,6 +471,7 @@ class LlamaCppPlanner:
         """Free the model (waits for any generation in flight)."""
         async with self._gen_lock:
             llm, self._llm = self._llm, None
+            self._snapshots.close()
             if llm is not None:
                 await asyncio.to_thread(llm.close)
 
