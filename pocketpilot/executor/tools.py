@@ -12,18 +12,22 @@ import asyncio
 import inspect
 import logging
 import re
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from ..contracts import Effect, ToolCall, ToolResult, ToolSpec
+from ..contracts import Effect, ToolCall, ToolError, ToolResult, ToolSpec
 from ..errors import ExecutorError, ToolDefinitionError, ToolFailure
 
-__all__ = ["Tool", "ToolRegistry", "tool"]
+__all__ = ["ResultClassifier", "Tool", "ToolRegistry", "tool"]
 
 logger = logging.getLogger(__name__)
+
+ResultClassifier = Callable[[Any], "ToolError | None"]
+"""Reads a tool's returned value; a ToolError when the world meant it as a failure."""
 
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")
 _ARG = re.compile(r"^(\s*)(\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
@@ -122,10 +126,16 @@ class Tool:
         id_arg: str | None = None,
         name_arg: str | None = None,
         setting: str | None = None,
+        concurrent: bool | None = None,
+        classify: ResultClassifier | None = None,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
         self.fn = fn
+        self.concurrent = concurrent
+        """Whether its calls may run at the same time as others of its world (None: the world says)."""
+        self.classify = classify
+        """Tells a failure the world reports as a plain value ("Failed to set ...") from a success."""
         self.name = name or fn.__name__
         doc_description, arg_docs = _parse_docstring(fn.__doc__)
         self.description = description if description is not None else doc_description
@@ -167,12 +177,36 @@ class Tool:
         return self.fn(*args, **kwargs)
 
     async def invoke(self, arguments: dict[str, Any]) -> ToolResult:
-        """Validate ``arguments``, run the function off the event loop if it is sync, normalize."""
+        """Validate ``arguments``, run the function off the event loop if it is sync, normalize.
+
+        The function gets the arguments the planner gave (validated), not every default filled
+        in: its own defaults apply, and a wrapper can tell "not given" from "given as default".
+        Whatever it raises becomes a failed result with the exception's type and message: a
+        tool's bug ends that call, never the session.
+        """
         try:
             parsed = self.args_model.model_validate(arguments)
         except ValidationError as exc:
             return ToolResult.failure("invalid_arguments", f"{self.name}: {_validation_message(exc)}")
-        kwargs = {field: getattr(parsed, field) for field in type(parsed).model_fields}
+        return await self._run({f: getattr(parsed, f) for f in self._given(parsed)})
+
+    def _given(self, parsed: BaseModel) -> list[str]:
+        # a signature default that is a pydantic Field() means nothing to the function itself
+        return [f for f in type(parsed).model_fields if f in parsed.model_fields_set or f in self._field_defaults]
+
+    @property
+    def _field_defaults(self) -> frozenset[str]:
+        cached = self.__dict__.get("_fd")
+        if cached is None:
+            try:
+                params = inspect.signature(self.fn).parameters.values()
+            except (TypeError, ValueError):
+                params = []  # type: ignore[assignment]
+            cached = frozenset(p.name for p in params if isinstance(p.default, FieldInfo))
+            self.__dict__["_fd"] = cached
+        return cached
+
+    async def _run(self, kwargs: dict[str, Any]) -> ToolResult:
         try:
             if inspect.iscoroutinefunction(self.fn):
                 value = await self(**kwargs)
@@ -187,9 +221,36 @@ class Tool:
         except (ValueError, TypeError, KeyError, LookupError, ArithmeticError) as exc:
             # Bad values that slipped past the schema are the planner's to fix, not a crash.
             return ToolResult.failure("invalid_arguments", f"{self.name}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a tool's bug is that call's failure, not the session's
+            logger.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
+            return ToolResult.failure("tool_error", f"{self.name}: {type(exc).__name__}: {exc}")
         if isinstance(value, ToolResult):
             return value
+        if self.classify is not None:
+            error = self.classify(value)
+            if error is not None:
+                return ToolResult(ok=False, data=_jsonable(value), error=error)
         return ToolResult.success(_jsonable(value))
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        parameters: dict[str, Any],
+        handler: Callable[..., Any],
+        *,
+        description: str = "",
+        **semantics: Any,
+    ) -> Tool:
+        """A tool from a name, a JSON schema and a handler: MCP tools, OpenAI-format tools, a
+        foreign Python API. No signature to forge: the handler gets the validated arguments as
+        keyword arguments, only those the planner gave. ``semantics`` are the ``@tool``
+        keywords (``effect``, ``destructive``, ``concurrent``, ``classify``...).
+
+        Raises:
+            ToolDefinitionError: the schema is not a valid JSON schema for an object.
+        """
+        return _SchemaTool(name, parameters, handler, description=description, **semantics)
 
 
 def tool(
@@ -205,6 +266,8 @@ def tool(
     id_arg: str | None = None,
     name_arg: str | None = None,
     setting: str | None = None,
+    concurrent: bool | None = None,
+    classify: ResultClassifier | None = None,
 ) -> Any:
     """Make a typed tool of a function or method: ``@tool`` or ``@tool(effect="delete", ...)``.
 
@@ -216,7 +279,9 @@ def tool(
 
     Raise :class:`~pocketpilot.errors.ToolFailure` inside the body to report a failure with a
     code; a ``ValueError``/``TypeError``/``LookupError`` becomes ``invalid_arguments``; any other
-    exception is a bug and propagates.
+    exception becomes ``tool_error`` with its type and message. ``classify`` turns a returned
+    value the world means as a failure into one. ``concurrent`` says whether its calls may run
+    at the same time as others (default: what its registry, the world, declares).
 
     Raises:
         ToolDefinitionError: the declared semantics contradict each other or the signature
@@ -227,7 +292,7 @@ def tool(
         return Tool(
             f, name=name, description=description, destructive=destructive, idempotent=idempotent,
             read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
-            setting=setting,
+            setting=setting, concurrent=concurrent, classify=classify,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -236,20 +301,25 @@ def tool(
 class ToolRegistry:
     """Named tools with routing and result normalization; an :class:`Executor` on its own."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool] = (), *, concurrent: bool = False) -> None:
+        """``concurrent``: whether this world's calls may run at the same time (a batch's calls
+        otherwise run one after another, in the batch's order). A world that is not
+        thread-safe, which is most, must not see two calls at once; a tool may override."""
         self._tools: dict[str, Tool] = {}
+        self.concurrent = concurrent
+        self._serial = _PerLoopLock()
         for t in tools:
             self.add(t)
 
     @classmethod
-    def from_object(cls, obj: object) -> ToolRegistry:
-        """Collect every ``@tool`` method of ``obj``, bound to it."""
+    def from_object(cls, obj: object, *, concurrent: bool = False) -> ToolRegistry:
+        """Collect every ``@tool`` method of ``obj``, bound to it (``concurrent``: see ``__init__``)."""
         names: dict[str, None] = {}  # definition order, subclasses may override
         for klass in reversed(type(obj).__mro__):
             for attr, value in vars(klass).items():
                 if isinstance(value, Tool):
                     names[attr] = None
-        return cls(getattr(obj, attr) for attr in names)
+        return cls((getattr(obj, attr) for attr in names), concurrent=concurrent)
 
     def add(self, item: Tool | Callable[..., Any]) -> Tool:
         """Register a tool (a plain function is wrapped with default settings)."""
@@ -275,7 +345,9 @@ class ToolRegistry:
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A registry exposing only ``names`` (unknown names are ignored by design: callers check)."""
-        return ToolRegistry(self._tools[n] for n in names if n in self._tools)
+        sub = ToolRegistry((self._tools[n] for n in names if n in self._tools), concurrent=self.concurrent)
+        sub._serial = self._serial  # one world: its calls are serialized together
+        return sub
 
     async def call(self, call: ToolCall) -> ToolResult:
         """Route one call; an unknown name is a tool failure the planner sees, not an exception."""
@@ -284,9 +356,78 @@ class ToolRegistry:
             return ToolResult.failure(
                 "unknown_tool", f"no tool named {call.name!r}; available: {', '.join(self._tools)}"
             )
-        result = await t.invoke(call.arguments)
+        if t.concurrent if t.concurrent is not None else self.concurrent:
+            result = await t.invoke(call.arguments)
+        else:
+            async with self._serial.get():
+                result = await t.invoke(call.arguments)
         logger.debug("tool %s -> ok=%s", call.name, result.ok)
         return result
 
 
 ToolFunction = Callable[..., Any | Awaitable[Any]]
+
+
+class _PerLoopLock:
+    """An asyncio lock per event loop (a registry outlives ``asyncio.run`` calls; a lock does not)."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+    def get(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()  # FIFO: a batch's calls keep their order
+        return lock
+
+
+class _SchemaTool(Tool):
+    """A tool whose arguments are described by a JSON schema instead of a Python signature."""
+
+    def __init__(self, name: str, parameters: dict[str, Any], handler: Callable[..., Any], *,
+                 description: str = "", **semantics: Any) -> None:
+        import jsonschema
+
+        if not callable(handler):
+            raise ToolDefinitionError(f"tool {name!r}: the handler {handler!r} is not callable")
+        schema = dict(parameters or {"type": "object", "properties": {}})
+        schema.setdefault("type", "object")
+        if schema.get("type") != "object":
+            raise ToolDefinitionError(f"tool {name!r}: parameters must describe an object, not {schema.get('type')!r}")
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ToolDefinitionError(f"tool {name!r}: invalid parameters schema: {exc.message}") from exc
+        self._validator = jsonschema.Draft202012Validator(schema)
+        self.fn = handler
+        self.name = name
+        self.description = description
+        self.concurrent = semantics.pop("concurrent", None)
+        self.classify = semantics.pop("classify", None)
+        self.destructive = bool(semantics.get("destructive", False))
+        self.idempotent = (not self.destructive) if semantics.get("idempotent") is None else semantics["idempotent"]
+        self.args_model = None  # type: ignore[assignment]
+        self._bound = None
+        effect = semantics.get("effect")
+        read_only = semantics.get("read_only")
+        try:
+            self.spec = ToolSpec(
+                name=name, description=description, parameters=schema, destructive=self.destructive,
+                idempotent=self.idempotent, read_only=(effect == "read") if read_only is None else read_only,
+                open_world=bool(semantics.get("open_world", False)), effect=effect,
+                id_arg=semantics.get("id_arg"), name_arg=semantics.get("name_arg"), setting=semantics.get("setting"),
+            )
+        except ValidationError as exc:
+            raise ToolDefinitionError(f"tool {name!r}: {_validation_message(exc)}") from exc
+        unknown = set(semantics) - {"destructive", "idempotent", "read_only", "open_world", "effect", "id_arg",
+                                    "name_arg", "setting"}
+        if unknown:
+            raise ToolDefinitionError(f"tool {name!r}: unknown semantics {sorted(unknown)}")
+
+    async def invoke(self, arguments: dict[str, Any]) -> ToolResult:
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            where = ".".join(str(p) for p in errors[0].path) or "(arguments)"
+            return ToolResult.failure("invalid_arguments", f"{self.name}: {where}: {errors[0].message}")
+        return await self._run(dict(arguments))

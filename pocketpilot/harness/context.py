@@ -56,20 +56,28 @@ class ContextBudget:
     history: int = 3000
 
 
-def _type_of(schema: dict[str, Any]) -> str:
+def _type_of(schema: dict[str, Any], defs: dict[str, Any] | None = None, depth: int = 0) -> str:
+    """A short type for the one-line signature; ``$ref``s resolve into ``defs`` (an Enum's values)."""
+    defs = defs or {}
     if "const" in schema:
         return json.dumps(schema["const"])
     if "enum" in schema:
         return "|".join(json.dumps(v) for v in schema["enum"])
-    for key in ("anyOf", "oneOf"):
+    for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
-            parts = [_type_of(s) for s in schema[key]]
+            parts = [_type_of(s, defs, depth + 1) for s in schema[key]]
             return "|".join(p for p in parts if p != "null") + ("?" if "null" in parts else "")
     if "$ref" in schema:
+        target = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1])
+        if isinstance(target, dict) and depth < 4:
+            return _type_of(target, defs, depth + 1)
         return "object"
     kind = schema.get("type", "any")
     if kind == "array":
-        return f"list[{_type_of(schema.get('items', {}))}]"
+        return f"list[{_type_of(schema.get('items', {}), defs, depth + 1)}]"
+    if kind == "object" and schema.get("properties") and depth < 2:
+        fields = ", ".join(f"{k}: {_type_of(v, defs, depth + 1)}" for k, v in schema["properties"].items())
+        return "{" + fields + "}"
     if kind in ("integer", "number") and ("minimum" in schema or "maximum" in schema):
         return f"{kind} {schema.get('minimum', '')}..{schema.get('maximum', '')}"
     return str(kind)
@@ -80,8 +88,9 @@ def render_tool(spec: ToolSpec) -> str:
     props = spec.parameters.get("properties", {})
     required = set(spec.parameters.get("required", []))
     args = []
+    defs = spec.parameters.get("$defs", {})
     for name, schema in props.items():
-        text = f"{name}: {_type_of(schema)}"
+        text = f"{name}: {_type_of(schema, defs)}"
         if name not in required:
             text += f" = {json.dumps(schema.get('default'))}"
         args.append(text)

@@ -70,8 +70,16 @@ def test_invoke_normalizes_results_and_errors():
         """A bug."""
         raise RuntimeError("boom")
 
-    with pytest.raises(RuntimeError):  # bugs are not hidden as tool failures
-        asyncio.run(bug.invoke({}))
+    broken = asyncio.run(bug.invoke({}))  # a tool's bug fails that call, never the session
+    assert (broken.ok, broken.error.code) == (False, "tool_error")
+    assert broken.error.message == "bug: RuntimeError: boom"
+
+    @tool
+    def attr() -> None:
+        """A wrapper calling into a world that lacks something."""
+        return None.missing  # type: ignore[attr-defined]
+
+    assert asyncio.run(attr.invoke({})).error.message.startswith("attr: AttributeError:")
 
 
 def test_definition_errors():

@@ -51,4 +51,4 @@ def toys() -> Toys:
 
 @pytest.fixture
 def registry(toys: Toys) -> ToolRegistry:
-    return ToolRegistry.from_object(toys)
+    return ToolRegistry.from_object(toys, concurrent=True)  # the toys are thread-safe, and say so

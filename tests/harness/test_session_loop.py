@@ -143,6 +143,19 @@ async def test_parallel_batch_runs_concurrently_and_keeps_call_order(registry, t
     assert elapsed < 0.55
 
 
+async def test_a_world_that_does_not_declare_concurrency_runs_a_batch_in_order(toys):
+    from pocketpilot.executor import ToolRegistry
+
+    serial = ToolRegistry.from_object(toys)  # declares nothing: its calls must not overlap
+    batch = {"kind": "tool_call", "calls": [
+        {"name": "sleep_echo", "arguments": {"text": "slow", "delay": 0.2}},
+        {"name": "sleep_echo", "arguments": {"text": "fast", "delay": 0.0}},
+    ]}
+    episode = await Session(ScriptedPlanner([batch, FINISH]), serial).run("x")
+    assert [r.data for r in episode.steps[0].results] == ["slow", "fast"]
+    assert toys.log == ["echo=slow", "echo=fast"]  # in the batch's order, one at a time
+
+
 async def test_destructive_denied_by_default_and_traced(registry, toys, tmp_path):
     session = Session(ScriptedPlanner([call("wipe"), FINISH]), registry, trace_dir=tmp_path)
     episode = await session.run("wipe it")
