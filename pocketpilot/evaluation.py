@@ -160,7 +160,7 @@ def load_harness_kit() -> HarnessKit:
         return HarnessKit()
     library = SkillLibrary.builtin()
     tools, apps = sandbox_tool_apps()
-    return HarnessKit(library, eta=compile_eta(tools, library, apps=apps))
+    return HarnessKit(library, eta=compile_eta(tools, library, apps=apps, strict=True))
 
 
 class TaskOutcome(BaseModel):

@@ -28,6 +28,7 @@ def compile_eta(
     notes: Iterable[RoutingNote] = DEFAULT_NOTES,
     *,
     apps: Mapping[str, str] | None = None,
+    strict: bool = False,
 ) -> Eta:
     """Compile η. The result depends on the inputs' content only (never on order or time).
 
@@ -36,10 +37,13 @@ def compile_eta(
         library: the skills; their tool references must all be among ``tools``.
         notes: routing notes; ids must be unique and their tools among ``tools``.
         apps: tool name → app name, when known.
+        strict: refuse a skill or note that names a tool outside ``tools`` (a typo in the
+            bundled kit). Otherwise such entries are dropped and counted (``eta.dropped``): a
+            kit written for one world compiles against another app's tools, keeping what applies.
 
     Raises:
-        EtaError: duplicate tool or note, or a reference to an unknown tool.
-        SkillError: a skill names a tool not in ``tools``.
+        EtaError: duplicate tool or note; with ``strict``, a reference to an unknown tool.
+        SkillError: with ``strict``, a skill names a tool not in ``tools``.
     """
     entries: dict[str, ToolEntry] = {}
     for spec in tools:
@@ -54,10 +58,16 @@ def compile_eta(
             skills=library.governing(spec.name) if library is not None else [],
         )
     skills: dict[str, SkillEntry] = {}
+    dropped: dict[str, list[str]] = {"skills": [], "notes": []}
     if library is not None:
-        library.check_tools(entries)
+        if strict:
+            library.check_tools(entries)
         for skill in library.skills():
             meta = skill.meta
+            named = {*meta.requires, *meta.exposes, *(t for p in meta.preconditions for t in p.tools_referenced())}
+            if not named <= entries.keys():
+                dropped["skills"].append(skill.name)
+                continue
             skills[skill.name] = SkillEntry(
                 version=meta.version,
                 description=meta.description,
@@ -68,17 +78,23 @@ def compile_eta(
                 sha256=skill.sha256,
             )
     seen: set[str] = set()
-    note_list = list(notes)
-    for note in note_list:
+    note_list = []
+    for note in notes:
         if note.id in seen:
             raise EtaError("compile", f"routing note id {note.id!r} is used twice")
         seen.add(note.id)
         unknown = [t for t in note.requires_tools if t not in entries]
         if unknown:
-            raise EtaError("compile", f"routing note {note.id!r} requires unknown tool(s): {', '.join(unknown)}")
+            if strict:
+                raise EtaError("compile", f"routing note {note.id!r} requires unknown tool(s): {', '.join(unknown)}")
+            dropped["notes"].append(note.id)
+            continue
+        note_list.append(note)
         if library is not None:
             strangers = [n for n in note.covered_by if n not in library]
             if strangers:
                 names = ", ".join(strangers)
                 raise EtaError("compile", f"routing note {note.id!r} is covered by unknown skill(s): {names}")
-    return Eta(tools=entries, skills=skills, notes=note_list)
+    eta = Eta(tools=entries, skills=skills, notes=note_list)
+    eta._dropped = {kind: names for kind, names in dropped.items() if names}
+    return eta

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import EtaError, EtaIntegrityError
 
@@ -105,6 +105,12 @@ class Eta(_Model):
     tools: dict[str, ToolEntry] = Field(default_factory=dict)
     skills: dict[str, SkillEntry] = Field(default_factory=dict)
     notes: list[RoutingNote] = Field(default_factory=list)
+    _dropped: dict[str, list[str]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def dropped(self) -> dict[str, list[str]]:
+        """Skills and notes left out at compile time because they name tools this world lacks."""
+        return self._dropped
 
     def content(self) -> dict[str, Any]:
         """The JSON content the version hashes."""

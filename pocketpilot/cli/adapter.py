@@ -30,7 +30,7 @@ def compile_cmd(out: str, skills_dir: str | None) -> None:
     try:
         library = SkillLibrary.from_dir(skills_dir) if skills_dir else SkillLibrary.builtin()
         tools, apps = sandbox_tool_apps()
-        eta = compile_eta(tools, library, apps=apps)
+        eta = compile_eta(tools, library, apps=apps, strict=True)
         path = save_eta(eta, out)
     except (EtaError, SkillError) as exc:
         _fail(exc)

@@ -28,6 +28,7 @@ from pocketpilot.adapters import (
 )
 from pocketpilot.cli.adapter import adapter
 from pocketpilot.contracts import ToolSpec
+from pocketpilot.skills.errors import SkillError
 from pocketpilot.skills import SkillLibrary
 
 
@@ -88,7 +89,7 @@ def test_compile_rejects_bad_inputs(lib, inputs):
     with pytest.raises(EtaError, match="listed twice"):
         compile_eta([*tools, tools[0]], lib)
     with pytest.raises(EtaError, match="unknown tool"):
-        compile_eta(tools, lib, [RoutingNote(id="x", text="t", requires_tools=["fly"])])
+        compile_eta(tools, lib, [RoutingNote(id="x", text="t", requires_tools=["fly"])], strict=True)
     with pytest.raises(EtaError, match="used twice"):
         compile_eta(tools, lib, [RoutingNote(id="x", text="a"), RoutingNote(id="x", text="b")])
 
@@ -240,3 +241,17 @@ def test_tool_spec_input_is_not_mutated(inputs, lib):
     compile_eta(tools, lib, apps=apps)
     assert [t.model_dump() for t in tools] == before
     assert isinstance(tools[0], ToolSpec)
+
+
+def test_a_kit_compiles_against_another_worlds_tools_dropping_and_counting_what_does_not_apply(lib, inputs):
+    """An app team's tools lack the sandbox's: the bundled skills and notes that need those are left out."""
+    tools, _ = inputs
+    theirs = [t for t in tools if t.name in {"set_wifi", "get_settings", "send_sms", "lookup_contact"}]
+    note = RoutingNote(id="fly", text="t", requires_tools=["fly"])
+    eta = compile_eta(theirs, lib, [note])
+    assert eta.dropped["notes"] == ["fly"] and eta.notes == []
+    assert eta.dropped["skills"] and not set(eta.dropped["skills"]) & set(eta.skills)
+    for entry in eta.skills.values():  # what stays names only tools this world has
+        assert set(entry.requires) | set(entry.exposes) <= {t.name for t in theirs}
+    with pytest.raises(SkillError):
+        compile_eta(theirs, lib, strict=True)
