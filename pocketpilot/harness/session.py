@@ -57,6 +57,7 @@ from .base import (
     Executor,
     MemoryStore,
     Planner,
+    PlannerOutput,
     PlanRequest,
     SkillStore,
     ToolGate,
@@ -64,6 +65,18 @@ from .base import (
 )
 from .confirm import DenyAll
 from .context import ContextAssembler, ContextBudget
+from .observer import (
+    CallEnded,
+    CallStarted,
+    DelegateEnded,
+    DelegateStarted,
+    PlanEnded,
+    PlanStarted,
+    RunEnded,
+    RunEvent,
+    RunObserver,
+    RunStarted,
+)
 from .scope import out_of_scope
 
 __all__ = ["HarnessConfig", "Session"]
@@ -165,10 +178,16 @@ class Session:
         preloaded: Sequence[str] = (),
         gate_history: Sequence[Step] = (),
         subagent_verifier: Verifier | None = None,
+        observer: RunObserver | None = None,
     ) -> None:
         self.planner = planner
         self.subagent_verifier = subagent_verifier
         """Judges each sub-agent's episode; a hand-off it rejects is not confirmed to the parent."""
+        self.observer = observer
+        """Told about each run, planner call and tool call as it starts and ends (tracing, e.g.
+        :class:`pocketpilot.otel.OtelObserver`); sub-agents report to the same observer."""
+        self.parent_step: int | None = None
+        """Set on a sub-agent session: the parent's step whose delegate started it."""
         self.prior = list(prior)
         """Earlier conversation shown before the request (e.g. a bare planner's memories as raw
         history); the caller fits it to its budget. Sub-agents do not inherit it."""
@@ -243,6 +262,10 @@ class Session:
             if not state.ended:
                 await state.finish("cancelled", "cancelled (Ctrl-C or task cancellation)", run_verifier=False)
             raise
+        except Exception as exc:
+            if state is not None and not state.ended:  # an observer's open spans still end
+                state.emit(RunEnded(episode_id=state.header.episode_id, error=f"{type(exc).__name__}: {exc}"))
+            raise
 
     def run_sync(self, request: str) -> Episode:
         """Blocking wrapper for scripts without an event loop; refuses inside a running loop."""
@@ -309,6 +332,7 @@ class Session:
             actions=self.actions,
             gate_history=[*self.gate_history, *history],
             subagent_verifier=self.subagent_verifier,
+            observer=self.observer,
         )
 
 
@@ -446,8 +470,19 @@ class _RunState:
             session.trace_path = self.writer.path
 
     async def start(self) -> None:
+        self.emit(RunStarted(episode_id=self.header.episode_id, header=self.header, depth=self.s.depth,
+                             parent_step=self.s.parent_step))
         if self.writer:
             await self.writer.header(self.header)
+
+    def emit(self, event: RunEvent) -> None:
+        """Tell the session's observer; its failure is logged, never the run's."""
+        if self.s.observer is None:
+            return
+        try:
+            self.s.observer.observe(event)
+        except Exception:
+            logger.exception("run observer %s failed on %s", type(self.s.observer).__name__, event.kind)
 
     # ---------------------------------------------------------------- loop
 
@@ -488,10 +523,7 @@ class _RunState:
                 messages=messages, tools=list(self.tools.values()), kinds=kinds, skills=self._loadable()
             )
             try:
-                # asyncio.timeout, not wait_for: on 3.11 wait_for returns the result of a plan that
-                # completed in the same loop turn as a Ctrl-C, and the cancellation is lost.
-                async with asyncio.timeout(remaining):
-                    output = await self.s.planner.plan(plan_request)
+                output = await self._plan(plan_request, remaining)
             except TimeoutError:
                 self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
                 return
@@ -538,6 +570,23 @@ class _RunState:
                     return
             if isinstance(output.action, LoadSkill):
                 prefix, prefix_notices = self._prefix()
+
+    async def _plan(self, request: PlanRequest, remaining: float) -> PlannerOutput:
+        """Ask the planner within the remaining wall time, telling the observer either way."""
+        step, episode_id = len(self.steps), self.header.episode_id
+        self.emit(PlanStarted(episode_id=episode_id, step=step, planner=self.s.planner.info))
+        try:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for returns the result of a plan that
+            # completed in the same loop turn as a Ctrl-C, and the cancellation is lost.
+            async with asyncio.timeout(remaining):
+                output = await self.s.planner.plan(request)
+        except (TimeoutError, PlannerError) as exc:
+            turn = getattr(exc, "turn", None)
+            self.emit(PlanEnded(episode_id=episode_id, step=step, turn=turn if isinstance(turn, PlannerTurn) else None,
+                                error=str(exc) or "wall-time budget exhausted", error_type=type(exc).__name__))
+            raise
+        self.emit(PlanEnded(episode_id=episode_id, step=step, turn=output.turn))
+        return output
 
     def _prefix(self) -> tuple[ChatMessage, list[str]]:
         filtered = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
@@ -638,14 +687,14 @@ class _RunState:
         if isinstance(action, LoadSkill):
             return self._load_skill(action)
         if isinstance(action, Delegate):
-            return await self._delegate(action)
+            return await self._observed_delegate(action)
         raise AssertionError(f"unrouted action kind {action.kind}")  # pragma: no cover
 
     async def _tool_calls(self, action: ToolCallAction) -> _Outcome:
         outcome = _Outcome()
         action = self._reground(action, outcome)
         gathered = await asyncio.gather(
-            *(self._one_call(c, action.calls) for c in action.calls), return_exceptions=True
+            *(self._observed_call(c, action.calls, i) for i, c in enumerate(action.calls)), return_exceptions=True
         )
         self.ready_held = []
         held: list[ToolCall] = []
@@ -970,6 +1019,20 @@ class _RunState:
                     )
         return None
 
+    async def _observed_call(self, call: ToolCall, batch: Sequence[ToolCall], i: int) -> tuple[ToolResult, list[str]]:
+        """``_one_call``, with its start and end told to the observer (a held call ends failed)."""
+        step, episode_id = len(self.steps), self.header.episode_id
+        call_id = f"call_{episode_id[:12]}_{step}_{i}"
+        self.emit(CallStarted(episode_id=episode_id, step=step, call_id=call_id, call=call, spec=self.tools.get(call.name)))
+        try:
+            result, notices = await self._one_call(call, batch)
+        except Exception as exc:
+            self.emit(CallEnded(episode_id=episode_id, step=step, call_id=call_id, call=call,
+                                error=str(exc), error_type=type(exc).__name__))
+            raise
+        self.emit(CallEnded(episode_id=episode_id, step=step, call_id=call_id, call=call, result=result))
+        return result, notices
+
     async def _one_call(self, call: ToolCall, batch: Sequence[ToolCall]) -> tuple[ToolResult, list[str]]:
         result, notices, ran = await self._checked_call(call, batch)
         if result.error is not None and not ran:
@@ -1081,6 +1144,20 @@ class _RunState:
             self.tools[tool] = exposed[tool]
         return added
 
+    async def _observed_delegate(self, action: Delegate) -> _Outcome:
+        """``_delegate``, with the hand-off told to the observer: the sub-agent's run nests in it."""
+        step, episode_id = len(self.steps), self.header.episode_id
+        call_id = f"delegate_{episode_id[:12]}_{step}"
+        self.emit(DelegateStarted(episode_id=episode_id, step=step, call_id=call_id, action=action))
+        try:
+            outcome = await self._delegate(action)
+        except Exception as exc:
+            self.emit(DelegateEnded(episode_id=episode_id, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))
+            raise
+        self.emit(DelegateEnded(episode_id=episode_id, step=step, call_id=call_id,
+                                result=outcome.results[0] if outcome.results else None))
+        return outcome
+
     async def _delegate(self, action: Delegate) -> _Outcome:
         """Run a sub-agent to its stop and feed back only a confirmed result.
 
@@ -1096,6 +1173,7 @@ class _RunState:
         except UsageError as exc:
             return _Outcome(results=[ToolResult.failure("unknown_tool", str(exc))])
         child.parent_episode_id = self.header.episode_id
+        child.parent_step = len(self.steps)
         previous = self.steps[-1].action if self.steps else None
         if self.cfg.loop_guard and isinstance(previous, Delegate) and previous == action:
             # the same hand-off again right after it came back: the loop guard's rule for batches
@@ -1155,6 +1233,7 @@ class _RunState:
                 raise UsageError(f"verifier returned {type(verdict).__name__}, not a Verdict")
             episode = episode.model_copy(update={"verdict": verdict})
         self.ended = True  # set before the write: a cancelled end line is still finished by its thread
+        self.emit(RunEnded(episode_id=self.header.episode_id, episode=episode))
         if self.writer:
             await self.writer.end(episode)
             self.writer.close()
