@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .contracts import Episode, RetrievedMemory, Step
 from .harness import AllowAll, ConfirmationPolicy, HarnessConfig, Planner, Session, SkillStore
 from .harness.base import ToolGate
+from .harness.observer import RunObserver
 from .memory import Embedder
 from .tasks import TaskSpec, prepare
 from .tasks.memory_seed import prior_conversation
@@ -360,6 +361,7 @@ async def run_task(
     prior_budget: int = PRIOR_BUDGET,
     on_step: Callable[[Step], None] | None = None,
     confirm: ConfirmationPolicy | None = None,
+    observer: RunObserver | None = None,
 ) -> tuple[Episode, TaskOutcome]:
     """Run one task on a fresh sandbox phone, in one configuration, and verify it.
 
@@ -375,6 +377,7 @@ async def run_task(
         on_step: Called with each step as it is recorded (the CLI prints it).
         confirm: Who approves calls that need confirmation; default allow all (the sandbox is
             disposable and tasks judge those calls themselves), the CLI asks its user.
+        observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
     """
     t0 = time.monotonic()
     confirm = confirm or AllowAll()
@@ -405,6 +408,7 @@ async def run_task(
                 trace_dir=trace_dir,
                 task_id=task.id,
                 on_step=on_step,
+                observer=observer,
             )
         else:
             prior = prior_conversation(task, planner.count_tokens, prior_budget)
@@ -418,6 +422,7 @@ async def run_task(
                 task_id=task.id,
                 prior=prior,
                 on_step=on_step,
+                observer=observer,
             )
         episode = await session.run(task.goal)
     finally:

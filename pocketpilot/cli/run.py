@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,13 @@ from ..harness import (
     Planner,
     Session,
 )
+from ..harness.observer import RunObserver
 from ..model_store import pocketpilot_home
 from ..tasks import load_suite, load_task
 from ._embedder import default_embedder
+from ._mcp import McpServer, mcp_options, mcp_servers, serving
 from ._planner import build_planner, planner_options
+from ._telemetry import otel_option, start_telemetry
 from .render import render_step, render_verdict
 
 __all__ = ["DEMO_TASK", "demo", "run"]
@@ -92,10 +96,13 @@ def _show(step: Step) -> None:
 
 
 def _execute(request: str | None, task_file: str | None, task_id: str | None, planner: Planner,
-             yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None) -> None:
+             yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None,
+             observer: RunObserver | None = None, servers: Sequence[McpServer] = ()) -> None:
     """Run with the full harness: skills and their gates, η guidance, and (for tasks) seeded memory."""
     kit = load_harness_kit()
     if (task_file or task_id) and device is None:
+        if servers:
+            raise UsageError("--mcp/--mcp-url add tools to a REQUEST run; a --task brings its own world")
         task = load_task(task_file) if task_file else _suite_task(task_id or "")
         if request:
             task = task.model_copy(update={"goal": request})
@@ -107,7 +114,8 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
         async def go() -> None:
             try:
                 episode, outcome = await run_task(task, planner, trace_dir=trace_dir, config=config, kit=kit,
-                                                  on_step=_show, embedder=embedder, confirm=_confirmation(yes))
+                                                  on_step=_show, embedder=embedder, confirm=_confirmation(yes),
+                                                  observer=observer)
             finally:
                 await planner.aclose()
             _report(episode, outcome.trace)
@@ -130,20 +138,22 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
         extra["evidence"] = [device_clock(phone.state.now)]
         click.echo(f"request: {request}")
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
-    session = Session(
-        planner,
-        executor,
-        config=HarnessConfig(max_steps=max_steps or 15, loop_guard=True, recovery_hints=True, sequence_holds=True,
-                             scope_guard=True),
-        confirm=_confirmation(yes),
-        trace_dir=trace_dir,
-        on_step=_show,
-        **extra,
-    )
 
     async def go_free() -> None:
         try:
-            episode = await session.run(request)
+            async with serving(executor, servers) as run_executor:  # MCP servers stop with the run
+                session = Session(
+                    planner,
+                    run_executor,
+                    config=HarnessConfig(max_steps=max_steps or 15, loop_guard=True, recovery_hints=True,
+                                         sequence_holds=True, scope_guard=True),
+                    confirm=_confirmation(yes),
+                    trace_dir=trace_dir,
+                    on_step=_show,
+                    observer=observer,
+                    **extra,
+                )
+                episode = await session.run(request)
         finally:
             await planner.aclose()
             closer = getattr(executor, "aclose", None)
@@ -171,11 +181,16 @@ def _suite_task(task_id: str):  # type: ignore[no-untyped-def]
               help="Where the JSONL trace goes (default: the pocketpilot cache).")
 @click.option("--device", default=None, help="Run on an adb device (serial or host:port) instead of the sandbox.")
 @click.option("--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037).")
+@mcp_options
+@otel_option
 @planner_options
 def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
         trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
-        temperature: float, max_new_tokens: int, pull: bool) -> None:
+        temperature: float, max_new_tokens: int, pull: bool, otel: str | None = None,
+        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = ()) -> None:
     """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
+    observer = start_telemetry(otel)  # bad flags fail before a device or the model is touched
+    servers = mcp_servers(mcp_commands, mcp_urls)
     device_executor = None
     if device:
         from .devices import build_device_executor
@@ -184,7 +199,7 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
         click.echo(f"device: {device}")
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
     _execute(request, task_file, task_id, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
-             device_executor)
+             device_executor, observer, servers)
 
 
 @click.command("demo")
