@@ -33,7 +33,7 @@ import numpy as np
 
 from ...contracts import PlannerInfo, PlannerTurn, SamplerSettings, digest
 from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputError
-from ...model_store import check_gguf_header, file_sha256
+from ...model_store import ModelStore, check_gguf_header, file_sha256
 from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
 from .kv_snapshots import KvSnapshots
@@ -83,7 +83,19 @@ def cached_sha256(path: Path) -> str:
 
 
 class LlamaCppPlanner:
-    """Planner backed by llama-cpp-python; construct cheaply, the model loads on first use."""
+    """Planner backed by llama-cpp-python; construct cheaply, the model loads on first use.
+
+    Args:
+        model_path: a catalogue name or alias (``"default"``, ``"qwen2.5-coder-0.5b"``), found
+            in the model store as the CLI's ``--model`` does (the cache differs by system), or
+            a path to a GGUF file (``~`` expands).
+        model_store: where catalogue names are looked up (default: the user cache).
+
+    Raises:
+        ModelNotInstalledError: a catalogue model that is not pulled yet (the message says how).
+        UnknownModelError: neither a file nor a catalogue name.
+        ModelIntegrityError: the file is missing or not GGUF.
+    """
 
     def __init__(
         self,
@@ -98,10 +110,18 @@ class LlamaCppPlanner:
         quant_type: str | None = None,
         verbose: bool = False,
         prefix_cache: PrefixCache | None | bool = True,
+        model_store: ModelStore | None = None,
     ) -> None:
         """``prefix_cache``: True for the default cache under ``$POCKETPILOT_HOME``, a
         :class:`PrefixCache`, or False/None to keep prefix states in memory only."""
-        self.model_path = Path(model_path).expanduser()
+        path = Path(model_path).expanduser()
+        if not path.is_file():
+            # a name, or a path that is not there (the store says which, with the right error)
+            path, entry = (model_store or ModelStore()).resolve(os.fspath(model_path))
+            if entry is not None:
+                sha256 = sha256 or entry.sha256
+                quant_type = quant_type or entry.quant_type
+        self.model_path = path
         check_gguf_header(self.model_path)
         self.sampler = sampler or SamplerSettings()
         self._kwargs: dict[str, Any] = {
@@ -206,7 +226,7 @@ class LlamaCppPlanner:
         generation in flight. If the new files fail to load, nothing changes and the error
         (ModelIntegrityError or PlannerBackendError) propagates.
         """
-        new_path = Path(model_path)
+        new_path = Path(model_path).expanduser()
         check_gguf_header(new_path)
         kwargs = dict(self._kwargs)
         kwargs.pop("lora_path", None)
