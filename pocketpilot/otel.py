@@ -260,7 +260,12 @@ class OtelObserver:
         if event.spec is not None:
             if event.spec.description:
                 attributes["gen_ai.tool.description"] = event.spec.description
-            attributes["pocketpilot.tool.destructive"] = event.spec.destructive
+            spec = event.spec  # the declared semantics, as the harness's policies read them
+            attributes.update({"pocketpilot.tool.read_only": spec.read_only,
+                               "pocketpilot.tool.destructive": spec.destructive,
+                               "pocketpilot.tool.open_world": spec.open_world})
+            if spec.effect is not None:
+                attributes["pocketpilot.tool.effect"] = spec.effect
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = json.dumps(event.call.arguments, ensure_ascii=False,
                                                                   default=str)

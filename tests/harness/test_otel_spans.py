@@ -81,6 +81,7 @@ async def test_two_tool_steps_and_finish(spans_of):
         assert tool.parent.span_id == agent.context.span_id
         assert agent.start_time <= tool.start_time <= tool.end_time <= agent.end_time
     assert wifi.attributes["gen_ai.tool.name"] == "set_wifi"
+    assert wifi.attributes["pocketpilot.tool.effect"] == "setting" and note.attributes["pocketpilot.tool.read_only"]
     assert wifi.attributes["gen_ai.tool.call.id"] != note.attributes["gen_ai.tool.call.id"]
     assert wifi.status.status_code is StatusCode.UNSET
     assert note.status.status_code is StatusCode.ERROR
