@@ -47,10 +47,17 @@ _IN_PROCESS = ("llama.cpp", "scripted")
 _DEFAULT_OTLP = "http://localhost:4318/v1/traces"
 
 
-def require_otel() -> None:
-    """Raise a one-line UsageError when the ``otel`` extra is missing."""
+def require_otel(*, sdk: bool = True) -> None:
+    """Raise a one-line UsageError when the ``otel`` extra is missing.
+
+    Spans need only the OpenTelemetry API (an application may bring its own SDK or none);
+    exporting them needs the SDK, which the extra installs.
+    """
     try:
-        import opentelemetry.sdk.trace  # noqa: F401
+        if sdk:
+            import opentelemetry.sdk.trace  # noqa: F401
+        else:
+            import opentelemetry.trace  # noqa: F401
     except ImportError as exc:
         raise UsageError("OpenTelemetry export needs the optional extra: pip install 'pocketpilot[otel]'") from exc
 
@@ -82,7 +89,7 @@ class OtelObserver:
         agent_id: str | None = None,
         capture_content: bool = False,
     ) -> None:
-        require_otel()
+        require_otel(sdk=False)
         from opentelemetry import trace
 
         from ._version import __version__

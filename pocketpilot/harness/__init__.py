@@ -13,6 +13,7 @@ from .base import (
 )
 from .confirm import AllowAll, CallbackConfirmation, DenyAll
 from .context import ContextBudget
+from .observer import RunEvent, RunObserver
 from .session import HarnessConfig, Session
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "PlanRequest",
     "Planner",
     "PlannerOutput",
+    "RunEvent",
+    "RunObserver",
     "Session",
     "SkillStore",
     "Verifier",

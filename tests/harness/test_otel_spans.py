@@ -19,7 +19,7 @@ from pocketpilot.harness import AllowAll, Session  # noqa: E402
 from pocketpilot.harness.base import PlannerOutput, PlanRequest  # noqa: E402
 from pocketpilot.harness.observer import RunEvent  # noqa: E402
 from pocketpilot.harness.planners import ScriptedPlanner  # noqa: E402
-from pocketpilot.otel import OtelObserver, otlp_exporter  # noqa: E402
+from pocketpilot.otel import OtelObserver, console_exporter, otlp_exporter  # noqa: E402
 
 
 class CountingPlanner(ScriptedPlanner):
@@ -168,7 +168,11 @@ def test_missing_extra_and_bad_urls(monkeypatch):
     with pytest.raises(UsageError, match="OTLP URL"):
         otlp_exporter("localhost:4318")
     assert otlp_exporter("http://127.0.0.1:4318")._endpoint == "http://127.0.0.1:4318/v1/traces"
-    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # an install without the extra
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # the API alone: spans, no exporters
+    assert OtelObserver().agent_name == "pocketpilot"
+    with pytest.raises(UsageError, match=r"pocketpilot\[otel\]"):
+        console_exporter()
+    monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)  # neither
     with pytest.raises(UsageError, match=r"pocketpilot\[otel\]"):
         OtelObserver()
 
