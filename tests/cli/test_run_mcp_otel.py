@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -126,6 +127,53 @@ def test_mcp_tools_join_the_run_and_the_server_stops(monkeypatch, capsys, tmp_pa
     assert len(planner.seen) == 1, "one pinboard server ran during the run"
     (pid,) = planner.seen
     assert not alive(pid), "the MCP server outlived the run"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_stdio_and_http_servers_together(monkeypatch, capsys, tmp_path):
+    """Both flags at once: the fixture server over HTTP (no annotations: MCP's defaults) and the
+    pinboard over stdio (annotated)."""
+    port = _free_port()
+    fixture = ROOT / "tests" / "executor" / "mcp_fixture_server.py"
+    with (tmp_path / "http.log").open("w") as log:
+        http = subprocess.Popen([sys.executable, str(fixture), "http", str(port)], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert http.poll() is None and time.monotonic() < deadline, (tmp_path / "http.log").read_text()
+                time.sleep(0.05)
+        planner = ScriptedPlanner([
+            {"kind": "tool_call", "calls": [{"name": "forecast", "arguments": {"city": "Oslo"}},
+                                            {"name": "list_pins", "arguments": {}}]},
+            call("add", a=2, b=3),  # unannotated: destructive by MCP's default, so it needs a yes
+            {"kind": "finish", "summary": "done"},
+        ])
+        use_planner(monkeypatch, planner)
+        code = run_cli("--mcp-url", f"http://127.0.0.1:{port}/mcp", "--mcp", SERVER_CMD, "--trace-dir", str(tmp_path),
+                       "weather in Oslo and my pins")
+    finally:
+        http.kill()
+        http.wait(timeout=10)
+    assert code == 0, capsys.readouterr().err
+    (trace,) = tmp_path.glob("*.jsonl")
+    episode, _ = read_trace(trace)
+    tools = {t.name: t for t in episode.header.tools}
+    assert {"forecast", "add", "list_pins"} <= set(tools)
+    assert tools["add"].destructive and tools["list_pins"].read_only
+    weather, pins = episode.steps[0].results
+    assert weather.data == {"city": "Oslo", "celsius": 21.5} and pins.data == {"result": []}
+    denied = episode.steps[1].results[0]
+    assert denied.error is not None and denied.error.code == "confirmation_denied"
 
 
 @pytest.mark.slow
