@@ -58,13 +58,21 @@ def alive(pid: int) -> bool:
 
 
 class WatchingPlanner(ScriptedPlanner):
-    """Scripted, and notes which pinboard servers were running while it planned."""
+    """Scripted, and notes which pinboard servers were running while it planned and when it closed.
+
+    The CLI closes the planner right after the run: a server still alive then was not stopped
+    by the run (the event loop's shutdown would end it later, but not on every path).
+    """
 
     seen: set[int]
+    alive_at_close: list[int] | None = None
 
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         self.seen |= set(children_running(PINBOARD.name))
         return await super().plan(request)
+
+    async def aclose(self) -> None:
+        self.alive_at_close = [pid for pid in self.seen if alive(pid)]
 
 
 def call(name: str, **arguments: object) -> dict:
@@ -125,6 +133,7 @@ def test_mcp_tools_join_the_run_and_the_server_stops(monkeypatch, capsys, tmp_pa
     denied = episode.steps[2].results[0]
     assert denied.error is not None and denied.error.code == "confirmation_denied"
     assert len(planner.seen) == 1, "one pinboard server ran during the run"
+    assert planner.alive_at_close == [], "the run ended without stopping its MCP server"
     (pid,) = planner.seen
     assert not alive(pid), "the MCP server outlived the run"
 
@@ -203,6 +212,7 @@ def test_server_is_stopped_when_the_run_errors(monkeypatch, capsys):
     use_planner(monkeypatch, planner)
     with pytest.raises(RuntimeError, match="planner bug"):
         main(["run", "--mcp", SERVER_CMD, "hello"])
+    assert planner.alive_at_close == []
     (pid,) = planner.seen
     assert not alive(pid)
 
