@@ -44,7 +44,6 @@ _FAILED_STOPS = frozenset({"planner_error", "device_lost"})
 """Stop reasons that mean the run broke (an agent span with error status); a refusal or an
 exhausted budget is an outcome, not an error."""
 _IN_PROCESS = ("llama.cpp", "scripted")
-_DEFAULT_OTLP = "http://localhost:4318/v1/traces"
 
 
 def require_otel(*, sdk: bool = True) -> None:
@@ -63,10 +62,9 @@ def require_otel(*, sdk: bool = True) -> None:
 
 
 def _provider_name(backend: str) -> str:
-    """``gen_ai.provider.name``: the backend that ran the model (llama.cpp, or an endpoint's server)."""
-    if backend.startswith("openai-compat"):
-        return "openai"  # the wire protocol; the endpoint itself goes in server.address
-    return backend.replace(".", "_")
+    """``gen_ai.provider.name``: the backend kind (``llama_cpp``, ``openai_compat``...); an
+    endpoint's address goes in ``server.address``, not in the name."""
+    return backend.split(":", 1)[0].replace(".", "_").replace("-", "_")
 
 
 class OtelObserver:

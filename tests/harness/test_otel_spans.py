@@ -186,3 +186,22 @@ def test_harness_does_not_import_opentelemetry():
     assert out.stdout.strip() == "False"
 
 
+
+
+async def test_an_endpoint_planner_is_a_client_span_with_its_server(spans_of):
+    from opentelemetry.trace import SpanKind
+
+    from pocketpilot.contracts import PlannerInfo
+
+    class Remote(ScriptedPlanner):
+        @property
+        def info(self) -> PlannerInfo:
+            return PlannerInfo(backend="openai-compat:http://10.0.0.7:8080/v1", model="qwen-served")
+
+    exporter, observer = spans_of
+    await Session(Remote([{"kind": "finish", "summary": "ok"}]), SandboxExecutor(SandboxPhone()),
+                  observer=observer).run("hello")
+    (chat,) = [s for s in exporter.get_finished_spans() if s.attributes["gen_ai.operation.name"] == "chat"]
+    assert chat.kind is SpanKind.CLIENT and chat.name == "chat qwen-served"
+    assert chat.attributes["server.address"] == "10.0.0.7" and chat.attributes["server.port"] == 8080
+    assert chat.attributes["gen_ai.provider.name"] == "openai_compat"
