@@ -205,3 +205,31 @@ async def test_an_endpoint_planner_is_a_client_span_with_its_server(spans_of):
     assert chat.kind is SpanKind.CLIENT and chat.name == "chat qwen-served"
     assert chat.attributes["server.address"] == "10.0.0.7" and chat.attributes["server.port"] == 8080
     assert chat.attributes["gen_ai.provider.name"] == "openai_compat"
+
+
+async def test_a_cancelled_run_ends_every_span(spans_of):
+    import asyncio
+
+    stuck_in = asyncio.Event()
+
+    class Stuck(ScriptedPlanner):
+        async def plan(self, request: PlanRequest) -> PlannerOutput:
+            if self.remaining == 1:
+                stuck_in.set()
+                await asyncio.sleep(60)  # Ctrl-C lands here
+            return await super().plan(request)
+
+    exporter, observer = spans_of
+    planner = Stuck([call("set_wifi", enabled=False), {"kind": "finish", "summary": "never"}])
+    run = asyncio.create_task(Session(planner, SandboxExecutor(SandboxPhone()), observer=observer).run("wifi off"))
+    await asyncio.wait_for(stuck_in.wait(), 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    spans = exporter.get_finished_spans()
+    assert sorted(s.attributes["gen_ai.operation.name"] for s in spans) == [
+        "chat", "chat", "execute_tool", "invoke_agent"]
+    stuck = max((s for s in spans if s.attributes["gen_ai.operation.name"] == "chat"), key=lambda s: s.start_time)
+    assert stuck.status.status_code is StatusCode.ERROR and stuck.attributes["error.type"] == "cancelled"
+    (agent,) = [s for s in spans if s.attributes["gen_ai.operation.name"] == "invoke_agent"]
+    assert agent.attributes["pocketpilot.stop_reason"] == "cancelled"
