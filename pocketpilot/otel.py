@@ -58,7 +58,9 @@ def require_otel(*, sdk: bool = True) -> None:
         else:
             import opentelemetry.trace  # noqa: F401
     except ImportError as exc:
-        raise UsageError("OpenTelemetry export needs the optional extra: pip install 'pocketpilot[otel]'") from exc
+        raise UsageError(
+            "OpenTelemetry export needs the optional extra: pip install 'pocketpilot[otel]'"
+        ) from exc
 
 
 def _provider_name(backend: str) -> str:
@@ -120,7 +122,9 @@ class OtelObserver:
         self._open.setdefault(episode_id, []).append(span)
         return span
 
-    def _end(self, episode_id: str, span: Any, error: str | None = None, error_type: str | None = None) -> None:
+    def _end(
+        self, episode_id: str, span: Any, error: str | None = None, error_type: str | None = None
+    ) -> None:
         if span is None:
             return
         if error is not None:
@@ -137,7 +141,8 @@ class OtelObserver:
         if self.agent_id is not None:
             return self.agent_id
         header = event.header
-        return digest([header.planner.model, header.planner.model_sha256, sorted(t.name for t in header.tools),
+        planner = header.planner
+        return digest([planner.model, planner.model_sha256, sorted(t.name for t in header.tools),
                        header.eta_version])[:16]
 
     # ------------------------------------------------------------------ runs
@@ -358,7 +363,9 @@ def otlp_exporter(url: str | None = None, *, timeout_s: float = 5.0) -> Any:
     return OTLPSpanExporter(endpoint=url, timeout=timeout_s)
 
 
-def tracer_provider(exporters: Sequence[Any], *, service_name: str = "pocketpilot", batch: bool = True) -> Any:
+def tracer_provider(
+    exporters: Sequence[Any], *, service_name: str = "pocketpilot", batch: bool = True
+) -> Any:
     """A fresh TracerProvider (not the global one) that sends spans to ``exporters``.
 
     Call its ``shutdown()`` at the end: that flushes what the batch processor still holds.

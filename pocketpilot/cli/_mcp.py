@@ -47,7 +47,8 @@ def mcp_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--mcp-url", "mcp_urls", multiple=True, metavar="URL",
                       help="Add the tools of a streamable-HTTP MCP server (repeatable).")(fn)
     return click.option("--mcp", "mcp_commands", multiple=True, metavar='"CMD ARGS"',
-                        help="Add the tools of an MCP server started as CMD ARGS over stdio (repeatable).")(fn)
+                        help="Add the tools of an MCP server started as CMD ARGS over stdio "
+                             "(repeatable).")(fn)
 
 
 def mcp_servers(commands: Sequence[str], urls: Sequence[str]) -> list[McpServer]:
@@ -101,7 +102,8 @@ async def serving(executor: Executor, servers: Sequence[McpServer]) -> AsyncIter
                 started.append(await server.executor.start())
             except McpServerError as exc:
                 said = server.said()
-                raise UsageError(" ".join(f"{exc}{f' (server said: {said})' if said else ''}".split())) from exc
+                message = f"{exc} (server said: {said})" if said else str(exc)
+                raise UsageError(" ".join(message.split())) from exc
             tools = ", ".join(t.name for t in server.executor.tools()) or "no tools"
             click.echo(f"mcp: {server.executor.label}: {tools}")
         yield CompositeExecutor([executor, *started])

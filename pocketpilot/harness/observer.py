@@ -17,7 +17,16 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..contracts import Delegate, Episode, EpisodeHeader, PlannerInfo, PlannerTurn, ToolCall, ToolResult, ToolSpec
+from ..contracts import (
+    Delegate,
+    Episode,
+    EpisodeHeader,
+    PlannerInfo,
+    PlannerTurn,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
 
 __all__ = [
     "CallEnded",
@@ -117,7 +126,9 @@ class DelegateEnded(_Event):
     error: str | None = None
 
 
-RunEvent = RunStarted | RunEnded | PlanStarted | PlanEnded | CallStarted | CallEnded | DelegateStarted | DelegateEnded
+RunEvent = (
+    RunStarted | RunEnded | PlanStarted | PlanEnded | CallStarted | CallEnded | DelegateStarted | DelegateEnded
+)
 
 
 @runtime_checkable

@@ -582,8 +582,10 @@ class _RunState:
                 output = await self.s.planner.plan(request)
         except (TimeoutError, PlannerError) as exc:
             turn = getattr(exc, "turn", None)
-            self.emit(PlanEnded(episode_id=episode_id, step=step, turn=turn if isinstance(turn, PlannerTurn) else None,
-                                error=str(exc) or "wall-time budget exhausted", error_type=type(exc).__name__))
+            self.emit(PlanEnded(
+                episode_id=episode_id, step=step, turn=turn if isinstance(turn, PlannerTurn) else None,
+                error=str(exc) or "wall-time budget exhausted", error_type=type(exc).__name__,
+            ))
             raise
         self.emit(PlanEnded(episode_id=episode_id, step=step, turn=output.turn))
         return output
@@ -694,7 +696,8 @@ class _RunState:
         outcome = _Outcome()
         action = self._reground(action, outcome)
         gathered = await asyncio.gather(
-            *(self._observed_call(c, action.calls, i) for i, c in enumerate(action.calls)), return_exceptions=True
+            *(self._observed_call(c, action.calls, i) for i, c in enumerate(action.calls)),
+            return_exceptions=True,
         )
         self.ready_held = []
         held: list[ToolCall] = []
@@ -1019,11 +1022,14 @@ class _RunState:
                     )
         return None
 
-    async def _observed_call(self, call: ToolCall, batch: Sequence[ToolCall], i: int) -> tuple[ToolResult, list[str]]:
+    async def _observed_call(
+        self, call: ToolCall, batch: Sequence[ToolCall], i: int
+    ) -> tuple[ToolResult, list[str]]:
         """``_one_call``, with its start and end told to the observer (a held call ends failed)."""
         step, episode_id = len(self.steps), self.header.episode_id
         call_id = f"call_{episode_id[:12]}_{step}_{i}"
-        self.emit(CallStarted(episode_id=episode_id, step=step, call_id=call_id, call=call, spec=self.tools.get(call.name)))
+        self.emit(CallStarted(episode_id=episode_id, step=step, call_id=call_id, call=call,
+                              spec=self.tools.get(call.name)))
         try:
             result, notices = await self._one_call(call, batch)
         except Exception as exc:
@@ -1152,7 +1158,8 @@ class _RunState:
         try:
             outcome = await self._delegate(action)
         except Exception as exc:
-            self.emit(DelegateEnded(episode_id=episode_id, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))
+            self.emit(DelegateEnded(episode_id=episode_id, step=step, call_id=call_id,
+                                    error=f"{type(exc).__name__}: {exc}"))
             raise
         self.emit(DelegateEnded(episode_id=episode_id, step=step, call_id=call_id,
                                 result=outcome.results[0] if outcome.results else None))
