@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_MODEL
+TEST_MODEL = os.environ.get("POCKETPILOT_TEST_MODEL", "qwen2.5-coder-0.5b")  # as tests/conftest.py
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
