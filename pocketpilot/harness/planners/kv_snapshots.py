@@ -15,9 +15,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["KvSnapshots"]
+__all__ = ["KvSnapshots", "common_prefix"]
 
 
 class KvSnapshots:
@@ -35,7 +36,7 @@ class KvSnapshots:
         """The saved sequence sharing the longest prefix with ``tokens``, if it beats the live one."""
         found, length = None, live + self.min_gain
         for key, (saved, _, _) in self._saved.items():
-            n = _common(saved, tokens)
+            n = common_prefix(saved, tokens)
             if n > length:
                 found, length = key, n
         if found is None:
@@ -52,7 +53,7 @@ class KvSnapshots:
             return
         t = tuple(tokens)
         for key, (saved, path, _) in list(self._saved.items()):
-            if _common(saved, t) == min(len(saved), len(t)):  # one is a prefix of the other
+            if common_prefix(saved, t) == min(len(saved), len(t)):  # one is a prefix of the other
                 path.unlink(missing_ok=True)
                 del self._saved[key]
         if self._dir is None:
@@ -78,7 +79,8 @@ class KvSnapshots:
             self._dir = None
 
 
-def _common(a: tuple[int, ...] | list[int], b: tuple[int, ...] | list[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two sequences share."""
     n = 0
     for x, y in zip(a, b):
         if x != y:

@@ -36,7 +36,7 @@ from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputErr
 from ...model_store import ModelStore, check_gguf_header, file_sha256
 from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
-from .kv_snapshots import KvSnapshots
+from .kv_snapshots import KvSnapshots, common_prefix as _common
 from .prefix_cache import PrefixCache, PrefixKey
 
 __all__ = ["LlamaCppPlanner", "cached_sha256", "quant_type_name"]
@@ -494,15 +494,6 @@ class LlamaCppPlanner:
             self._snapshots.close()
             if llm is not None:
                 await asyncio.to_thread(llm.close)
-
-
-def _common(a: Any, b: Any) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _dump(llm: Any) -> bytes:
