@@ -16,21 +16,11 @@ from pocketpilot.errors import DeviceOfflineError
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.adb.server import PinnedAdbClient, ensure_server, server_answers, stop_started_server
 
+from adb_ports import free_port
+
 
 if TYPE_CHECKING:
     from conftest import AdbServer, SimPhoneFactory
-
-
-def free_port() -> int:
-    """A free loopback port outside adb's emulator range and its default port."""
-    import socket
-
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if not 5555 <= port <= 5585 and port != 5037:
-            return port
 
 
 def stop_adb_server(server: AdbServer) -> None:
