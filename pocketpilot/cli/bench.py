@@ -23,15 +23,17 @@ __all__ = ["bench", "select_tasks"]
 
 
 def select_tasks(
-    split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None, per_group: int | None = None
+    split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None, per_group: int | None = None,
+    directory: str | None = None,
 ) -> list:
-    """The bundled tasks of ``split``, narrowed to ids and groups, ``per_group`` evenly spaced tasks
-    of each group (a stratified subset), at most ``limit`` of them.
+    """The tasks of ``split`` (bundled, or the folder ``directory``), narrowed to ids and groups,
+    ``per_group`` evenly spaced tasks of each group (a stratified subset), at most ``limit`` of them.
 
     Raises:
         UsageError: unknown ids, or nothing selected.
+        TaskSpecError: a task file in ``directory`` is invalid (one line naming the file).
     """
-    tasks = load_suite(split)  # type: ignore[arg-type]
+    tasks = load_suite(split, directory=directory)  # type: ignore[arg-type]
     if task_ids:
         unknown = set(task_ids) - {t.id for t in tasks}
         if unknown:
@@ -56,6 +58,8 @@ def select_tasks(
 
 
 @click.command("bench")
+@click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="A folder of task files to run instead of the bundled suite (an app team's own tasks).")
 @click.option("--split", type=click.Choice(["dev", "evolve", "test"]), default=None, help="Only this split.")
 @click.option("--task-id", "task_ids", multiple=True, help="Only these tasks (repeatable).")
 @click.option("--group", "groups", multiple=True, type=click.Choice(["tool_use", "memory", "skills", "subagent"]),
@@ -70,14 +74,14 @@ def select_tasks(
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None, help="Write the Markdown table here.")
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None)
 @planner_options
-def bench(split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None,
+def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None,
           per_group: int | None, no_harness: bool,
           compare: bool, use_embedder: bool, out: str | None, markdown_out: str | None, trace_dir: str | None,
           model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Run bundled tasks with and/or without the harness; per group: success, steps, output tokens, wall time."""
     if compare and no_harness:
         raise UsageError("--compare already runs the bare planner; drop --no-harness")
-    tasks = select_tasks(split, task_ids, groups, limit, per_group)
+    tasks = select_tasks(split, task_ids, groups, limit, per_group, directory=tasks_dir)
     modes: tuple[Mode, ...] = ("bare", "harness") if compare else ("bare",) if no_harness else ("harness",)
     embedder = None
     if "harness" in modes and use_embedder:

@@ -125,3 +125,25 @@ def test_threads_reach_the_in_process_planner(monkeypatch: pytest.MonkeyPatch, t
     out = CliRunner().invoke(probe, ["--model", str(test_gguf), "--threads", "1", "--no-pull"])
     assert out.exit_code == 0, out.output
     assert built["planner"]._kwargs["n_threads"] == 1
+
+
+def test_bench_runs_a_folder_of_tasks_from_outside_the_package(tmp_path) -> None:
+    """An app team's own task folder: selected like the bundled suite; a bad file is one line, exit 2."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.main import cli
+    from pocketpilot.tasks.split_lock import DATA
+
+    src = DATA / "settings-wifi-off.yaml"
+    folder = tmp_path / "ours"
+    folder.mkdir()
+    shutil.copy(src, folder / "ours-wifi.yaml")
+    (folder / "ours-wifi.yaml").write_text((folder / "ours-wifi.yaml").read_text().replace(
+        "id: settings-wifi-off", "id: ours-wifi-off"))
+    tasks = bench_cli.select_tasks(None, (), (), None, directory=str(folder))
+    assert [t.id for t in tasks] == ["ours-wifi-off"]
+    (folder / "broken.yaml").write_text("id: broken\ngoal: x\n")
+    out = CliRunner().invoke(cli, ["bench", "--tasks", str(folder), "--no-pull", "--model", "/nonexistent.gguf"])
+    assert out.exit_code == 2 and "broken" in out.output and "Traceback" not in out.output
