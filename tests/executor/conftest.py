@@ -7,6 +7,7 @@ with its own HOME, so no test sees another's devices or keys, and everything is 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,9 +20,23 @@ import pytest
 from pocketpilot.executor.adb.server import PinnedAdbClient
 from pocketpilot.executor.simphone import Faults, MiniPhone, PhoneBackend, ThreadedSimPhone
 
-from adb_ports import free_port  # noqa: E402  (beside this file)
-
 ADB_BINARY = Path(adbutils.__file__).parent / "binaries" / "adb"
+
+
+def free_port() -> int:
+    """A free loopback port outside 5555-5585 (adb probes those as emulators) and not 5037."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if not 5555 <= port <= 5585 and port != 5037:
+            return port
+
+
+@pytest.fixture
+def port_factory() -> Callable[[], int]:
+    """``free_port`` for tests (a test module cannot import this conftest by name reliably)."""
+    return free_port
 
 
 

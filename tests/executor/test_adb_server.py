@@ -16,7 +16,6 @@ from pocketpilot.errors import DeviceOfflineError
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.adb.server import PinnedAdbClient, ensure_server, server_answers, stop_started_server
 
-from adb_ports import free_port
 
 
 if TYPE_CHECKING:
@@ -39,8 +38,8 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def test_a_client_of_a_dead_server_raises_instead_of_spawning_one(isolated_home: Path) -> None:
-    port = free_port()
+def test_a_client_of_a_dead_server_raises_instead_of_spawning_one(isolated_home: Path, port_factory) -> None:
+    port = port_factory()
     default = int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
     was_up = server_answers("127.0.0.1", default)
     with pytest.raises(AdbConnectionError):
@@ -68,10 +67,10 @@ async def test_an_executor_whose_server_drops_never_starts_one_elsewhere(
     assert server_answers("127.0.0.1", default) == was_up
 
 
-def test_ensure_server_starts_records_and_stop_stops_only_its_own(isolated_home: Path, tmp_path: Path,
+def test_ensure_server_starts_records_and_stop_stops_only_its_own(isolated_home: Path, tmp_path: Path, port_factory,
                                                                   adb_server: AdbServer) -> None:
     state = tmp_path / "state"
-    port = free_port()
+    port = port_factory()
     try:
         assert ensure_server(port, state) is True
         assert server_answers("127.0.0.1", port)
@@ -86,9 +85,10 @@ def test_ensure_server_starts_records_and_stop_stops_only_its_own(isolated_home:
             stop_started_server(state)
 
 
-def test_devices_says_it_started_a_server_and_simphone_stop_stops_it(isolated_home: Path, tmp_path: Path) -> None:
+def test_devices_says_it_started_a_server_and_simphone_stop_stops_it(isolated_home: Path, tmp_path: Path,
+                                                                    port_factory) -> None:
     runner = CliRunner()
-    port = free_port()
+    port = port_factory()
     state = ["--state-dir", str(tmp_path / "sp")]
     try:
         listed = runner.invoke(devices, ["--adb-port", str(port), *state])
