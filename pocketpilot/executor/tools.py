@@ -139,16 +139,24 @@ class Tool:
         self.name = name or fn.__name__
         doc_description, arg_docs = _parse_docstring(fn.__doc__)
         self.description = description if description is not None else doc_description
+        self.args_model = _argument_model(fn, self.name, arg_docs)
+        self._bound: Any = None
+        self._declare(self.args_model.model_json_schema(), destructive=destructive, idempotent=idempotent,
+                      read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
+                      setting=setting)
+
+    def _declare(self, parameters: dict[str, Any], *, destructive: bool = False, idempotent: bool | None = None,
+                 read_only: bool | None = None, open_world: bool = False, effect: Effect | None = None,
+                 id_arg: str | None = None, name_arg: str | None = None, setting: str | None = None) -> None:
+        """The spec the planner and the harness's policies read, from the declared semantics."""
         self.destructive = destructive
         self.idempotent = (not destructive) if idempotent is None else idempotent
         """Whether sending it twice is harmless (the adb action journal relies on this)."""
-        self.args_model = _argument_model(fn, self.name, arg_docs)
-        self._bound: Any = None
         try:
             self.spec = ToolSpec(
                 name=self.name,
                 description=self.description,
-                parameters=self.args_model.model_json_schema(),
+                parameters=parameters,
                 destructive=destructive,
                 idempotent=self.idempotent,
                 read_only=(effect == "read") if read_only is None else read_only,
@@ -405,25 +413,13 @@ class _SchemaTool(Tool):
         self.description = description
         self.concurrent = semantics.pop("concurrent", None)
         self.classify = semantics.pop("classify", None)
-        self.destructive = bool(semantics.get("destructive", False))
-        self.idempotent = (not self.destructive) if semantics.get("idempotent") is None else semantics["idempotent"]
         self.args_model = None  # type: ignore[assignment]
         self._bound = None
-        effect = semantics.get("effect")
-        read_only = semantics.get("read_only")
-        try:
-            self.spec = ToolSpec(
-                name=name, description=description, parameters=schema, destructive=self.destructive,
-                idempotent=self.idempotent, read_only=(effect == "read") if read_only is None else read_only,
-                open_world=bool(semantics.get("open_world", False)), effect=effect,
-                id_arg=semantics.get("id_arg"), name_arg=semantics.get("name_arg"), setting=semantics.get("setting"),
-            )
-        except ValidationError as exc:
-            raise ToolDefinitionError(f"tool {name!r}: {_validation_message(exc)}") from exc
         unknown = set(semantics) - {"destructive", "idempotent", "read_only", "open_world", "effect", "id_arg",
                                     "name_arg", "setting"}
         if unknown:
             raise ToolDefinitionError(f"tool {name!r}: unknown semantics {sorted(unknown)}")
+        self._declare(schema, **semantics)
 
     async def invoke(self, arguments: dict[str, Any]) -> ToolResult:
         errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
