@@ -5,7 +5,9 @@ The tree (one root, typed subclasses; a builtin base where the meaning matches):
     PocketPilotError
     ├── UsageError (ValueError)            misuse of the API or CLI by the caller
     ├── ContractError (ValueError)         data that does not fit the contract
-    │   └── TaskSpecError                  an invalid task file
+    │   ├── TaskSpecError                  an invalid task file
+    │   ├── TemplateError                  an invalid task template (generator input)
+    │   └── WorldError                     a world (tools + state model) that cannot be loaded
     ├── ModelStoreError                    provisioning GGUF planners
     │   ├── UnknownModelError (KeyError)
     │   ├── ModelIntegrityError            sha256 mismatch, truncated or corrupt file
@@ -52,12 +54,14 @@ __all__ = [
     "PlannerOutputError",
     "PocketPilotError",
     "TaskSpecError",
+    "TemplateError",
     "ToolDefinitionError",
     "ToolFailure",
     "TraceError",
     "UnknownDeviceError",
     "UnknownModelError",
     "UsageError",
+    "WorldError",
 ]
 
 
@@ -79,6 +83,22 @@ class TaskSpecError(ContractError):
     def __init__(self, source: str, reason: str) -> None:
         super().__init__(f"invalid task {source}: {reason}")
         self.source, self.reason = source, reason
+
+
+class TemplateError(ContractError):
+    """A task template (or its pools) is invalid: the generator refuses it before drawing anything."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"invalid template {source}: {reason}")
+        self.source, self.reason = source, reason
+
+
+class WorldError(ContractError):
+    """A world named by reference (apps, state model, initial state) cannot be imported or built."""
+
+    def __init__(self, ref: str, reason: str) -> None:
+        super().__init__(f"world {ref}: {reason}")
+        self.ref, self.reason = ref, reason
 
 
 class ModelStoreError(PocketPilotError):

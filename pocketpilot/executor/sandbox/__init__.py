@@ -10,7 +10,7 @@ Use::
 
 from __future__ import annotations
 
-from .diff import StateChange, diff_states
+from .diff import StateChange, diff_dumps, diff_states
 from .executor import SandboxExecutor
 from .paths import MISSING, check_path, resolve_path
 from .phone import SandboxPhone
@@ -26,6 +26,7 @@ __all__ = [
     "StateChange",
     "check_path",
     "default_state",
+    "diff_dumps",
     "diff_states",
     "resolve_path",
 ]

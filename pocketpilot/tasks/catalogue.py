@@ -1,0 +1,238 @@
+"""Calls that work: arguments drawn from seeded pools and the world's own state, kept if the world accepts them.
+
+The generator never guesses what a tool does from its name. It draws candidate arguments from
+the parameter schema (booleans, enums, bounded integers, patterned strings) and from the pools
+and the world's state (ids where the tool declares an id argument, existing names where it
+reads by name, new names where it creates), calls the tool on a fresh world, and keeps the
+calls that succeed: state-changing ones only if the state changed, reads only if they returned
+something. What a call changed is then the evidence criteria are built from.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..contracts import ToolCall, ToolResult, ToolSpec
+from ..executor.sandbox import StateChange, diff_dumps
+from .template import Pools, param_type
+from .world import World
+
+__all__ = ["Catalogue", "Probe", "run_calls", "state_strings"]
+
+_ATTEMPTS = 96
+_OPTIONAL_SHARE = 0.3
+_SWEEP = 1500
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One call that worked on a fresh world: what it returned and what it changed."""
+
+    tool: str
+    args: dict[str, Any]
+    data: Any
+    before: dict[str, Any] = field(repr=False)
+    after: dict[str, Any] = field(repr=False)
+    changes: tuple[StateChange, ...] = ()
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.changes)
+
+
+async def run_calls(
+    world: World, calls: list[tuple[str, dict[str, Any]]], patch: dict[str, Any] | None = None
+) -> tuple[list[ToolResult], dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """Run ``calls`` in order on a fresh world: results, the state before, after, and after each call."""
+    run = world.start(patch)
+    before = run.dump()
+    results: list[ToolResult] = []
+    steps: list[dict[str, Any]] = []
+    for name, args in calls:
+        results.append(await run.call(ToolCall(name=name, arguments=args)))
+        steps.append(run.dump())
+    return results, before, steps[-1] if steps else before, steps
+
+
+def state_strings(dump: Any, key: str | None = None) -> list[tuple[str, str]]:
+    """Every short string leaf of a dumped state, with the key it sits under (ids, names, labels)."""
+    out: list[tuple[str, str]] = []
+
+    def walk(node: Any, under: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, under)
+        elif isinstance(node, str) and 0 < len(node) <= 40 and not _DATETIME.match(node):
+            out.append((under, node))
+
+    walk(dump, "")
+    return list(dict.fromkeys(out))
+
+
+class Catalogue:
+    """Working calls of every tool of ``world`` from one start state, drawn with ``seed``."""
+
+    def __init__(self, world: World, pools: Pools, *, seed: int = 0, patch: dict[str, Any] | None = None) -> None:
+        self.world, self.pools, self.patch = world, pools, patch
+        self._rng = random.Random(f"catalogue:{seed}")
+        self.specs: dict[str, ToolSpec] = {t.name: t for t in world.tools()}
+        self._probes: dict[str, list[Probe]] = {}
+        self._failures: dict[str, list[dict[str, Any]]] = {}
+
+    async def build(self) -> Catalogue:
+        """Probe every tool (a few dozen calls each)."""
+        base = self.world.start(self.patch).dump()
+        strings = state_strings(base)
+        for name, spec in self.specs.items():
+            self._probes[name], self._failures[name] = await self._probe(spec, strings)
+        return self
+
+    def probes(self, tool: str) -> list[Probe]:
+        """Working calls of ``tool`` (state-changing ones changed something; reads returned data)."""
+        return self._probes.get(tool, [])
+
+    def tried(self, tool: str) -> list[dict[str, Any]]:
+        """Every argument set tried for ``tool`` that validated, worked or not (a fix may be a no-op here)."""
+        props = self.specs[tool].parameters.get("properties") or {}
+        out = [p.args for p in self.probes(tool)] + self._failures.get(tool, [])
+        return out if props else [{}]
+
+    def tools_with_probes(self) -> list[str]:
+        return [t for t, p in self._probes.items() if p]
+
+    def candidates(self, spec: ToolSpec, param: str, strings: list[tuple[str, str]]) -> list[Any]:
+        """Candidate values of one parameter, from its schema, the pools and the state."""
+        schema = (spec.parameters.get("properties") or {})[param]
+        kind = param_type(schema)
+        schema = _concrete(schema)
+        pools = self.pools
+        if kind == "boolean":
+            return [True, False]
+        if kind == "enum":
+            return list(schema["enum"])
+        if kind == "integer":
+            lo, hi = schema.get("minimum"), schema.get("maximum")
+            if lo is not None and hi is not None and hi - lo <= 30:
+                return list(range(int(lo), int(hi) + 1))
+            return [v for v in pools.integers if (lo is None or v >= lo) and (hi is None or v <= hi)]
+        if kind == "number":
+            return list(pools.numbers)
+        if kind != "string":
+            return []
+        state_values = [v for _, v in strings]
+        if "pattern" in schema:
+            pattern = re.compile(schema["pattern"])
+            return [s for s in dict.fromkeys([*pools.strings, *state_values]) if pattern.fullmatch(s)]
+        if param == spec.id_arg:
+            return [v for k, v in strings if k == "id"]
+        if param == spec.name_arg and spec.effect == "create":
+            return list(pools.names)
+        if param == spec.name_arg:
+            return list(dict.fromkeys(state_values))
+        if spec.effect == "read":
+            free = [p for p, s in (spec.parameters.get("properties") or {}).items()
+                    if param_type(s) == "string" and "pattern" not in s and p != spec.id_arg]
+            # several free strings drawn from the whole state almost never pair up (a unit with a
+            # unit); names come in through the declared name argument, so the pools serve here
+            return list(pools.strings) if len(free) > 1 else list(dict.fromkeys([*state_values, *pools.strings]))
+        # free text: mostly the phrase pool (a message body), the state's strings too (a recipient)
+        others = [v for k, v in dict.fromkeys(strings) if k != "id"]
+        return [*pools.phrases * max(1, len(others) // len(pools.phrases)), *others]
+
+    async def _probe(self, spec: ToolSpec, strings: list[tuple[str, str]]) -> tuple[list[Probe], list[dict[str, Any]]]:
+        props: dict[str, Any] = spec.parameters.get("properties") or {}
+        required = set(spec.parameters.get("required") or [])
+        cands = {p: self.candidates(spec, p, strings) for p in props}
+        if any(not cands[p] for p in required):
+            return [], []
+        rng = self._rng
+        seen: set[str] = set()
+        good: list[Probe] = []
+        bad: list[dict[str, Any]] = []
+        for _ in range(_ATTEMPTS if props else 1):
+            args: dict[str, Any] = {}
+            for p in props:
+                if not cands[p]:
+                    continue
+                if p in required or p == spec.name_arg or rng.random() < _OPTIONAL_SHARE:
+                    args[p] = rng.choice(cands[p])
+            key = repr(sorted(args.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
+            result = results[0]
+            changes = tuple(diff_dumps(before, after))
+            if not result.ok:
+                if not (result.error and result.error.code == "invalid_arguments"):
+                    bad.append(args)
+                continue
+            if spec.effect == "read" or spec.read_only:
+                if result.data in (None, [], {}, ""):
+                    continue
+            elif not changes:
+                continue
+            good.append(Probe(spec.name, args, result.data, before, after, changes))
+        if not good and 0 < len(props) <= 3:
+            good.extend(await self._sweep(spec, cands, required, seen))
+        if good and spec.effect != "read" and not spec.read_only:
+            good.extend(await self._widen(spec, good[0].args, strings, seen))
+        return good, bad
+
+    async def _widen(self, spec: ToolSpec, args: dict[str, Any], strings: list[tuple[str, str]],
+                     seen: set[str]) -> list[Probe]:
+        """Each free string of a working call tried with every string of the state (every display a
+        cast can go to, every contact a message can reach), the other arguments kept."""
+        found: list[Probe] = []
+        props: dict[str, Any] = spec.parameters.get("properties") or {}
+        for param in args:
+            schema = props[param]
+            if param_type(schema) != "string" or "pattern" in schema or param in (spec.id_arg, spec.name_arg):
+                continue
+            for value in dict.fromkeys(v for k, v in strings if k != "id"):
+                trial = {**args, param: value}
+                key = repr(sorted(trial.items()))
+                if key in seen:
+                    continue
+                seen.add(key)
+                results, before, after, _ = await run_calls(self.world, [(spec.name, trial)], self.patch)
+                changes = tuple(diff_dumps(before, after))
+                if results[0].ok and changes:
+                    found.append(Probe(spec.name, trial, results[0].data, before, after, changes))
+        return found
+
+    async def _sweep(self, spec: ToolSpec, cands: dict[str, list[Any]], required: set[str],
+                     seen: set[str]) -> list[Probe]:
+        """Every combination of the required parameters' candidates (capped), for a tool whose
+        working arguments random draws missed (two units that convert into each other)."""
+        names = [p for p in cands if p in required and cands[p]]
+        combos = list(itertools.product(*(cands[p] for p in names)))
+        self._rng.shuffle(combos)
+        found: list[Probe] = []
+        for values in combos[:_SWEEP]:
+            args = dict(zip(names, values, strict=True))
+            if repr(sorted(args.items())) in seen:
+                continue
+            results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
+            changes = tuple(diff_dumps(before, after))
+            if results[0].ok and (changes or ((spec.effect == "read" or spec.read_only)
+                                              and results[0].data not in (None, [], {}, ""))):
+                found.append(Probe(spec.name, args, results[0].data, before, after, changes))
+                if len(found) >= 12:
+                    break
+        return found
+
+
+def _concrete(schema: dict[str, Any]) -> dict[str, Any]:
+    for option in schema.get("anyOf", []):
+        if option.get("type") not in (None, "null"):
+            return {**schema, **option}
+    return schema
