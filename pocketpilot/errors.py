@@ -4,6 +4,7 @@ The tree (one root, typed subclasses; a builtin base where the meaning matches):
 
     PocketPilotError
     ├── UsageError (ValueError)            misuse of the API or CLI by the caller
+    │   └── BackendUnavailableError        an optional backend (ray) that is not installed
     ├── ContractError (ValueError)         data that does not fit the contract
     │   ├── TaskSpecError                  an invalid task file
     │   ├── TemplateError                  an invalid task template (generator input)
@@ -36,6 +37,7 @@ body, raise :class:`ToolFailure` to produce one.
 from __future__ import annotations
 
 __all__ = [
+    "BackendUnavailableError",
     "ContractError",
     "DeviceError",
     "DeviceOfflineError",
@@ -71,6 +73,14 @@ class PocketPilotError(Exception):
 
 class UsageError(PocketPilotError, ValueError):
     """The caller used the API or the CLI in a way it does not support."""
+
+
+class BackendUnavailableError(UsageError):
+    """An optional backend was asked for but its package is not installed."""
+
+    def __init__(self, backend: str, install: str) -> None:
+        super().__init__(f"the {backend} backend is not available: {install}")
+        self.backend, self.install = backend, install
 
 
 class ContractError(PocketPilotError, ValueError):

@@ -28,7 +28,7 @@ import logging
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -261,6 +261,8 @@ class BenchReport(BaseModel):
                     "by_group": _finite(report.by("group")),
                     "by_capability": _finite(report.by("capability")),
                     "outcomes": [o.model_dump(mode="json") for o in report.outcomes],
+                    "wall_s": {"total": round(sum(o.wall_s for o in report.outcomes), 3),
+                               "per_task": {o.task_id: round(o.wall_s, 3) for o in report.outcomes}},
                 }
                 for mode, report in self.runs.items()
             },
@@ -480,17 +482,22 @@ async def run_comparison(
     on_task: Callable[[int, TaskOutcome], None] | None = None,
     embedder: Embedder | None = None,
     kit: HarnessKit | None = None,
+    done: Mapping[tuple[str, str], TaskOutcome] | None = None,
 ) -> BenchReport:
     """The report's comparison: the same planner on the same tasks in each mode.
 
     Modes are interleaved task by task (bare, then harness, on task 1; then task 2 ...), so a
     shared machine's load drift hits both configurations alike and a run cut short still holds
-    paired results.
+    paired results. ``done``: outcomes of an earlier, interrupted run by ``(task_id, mode)``;
+    those are reported as they were and not run again (``on_task`` is not called for them).
     """
     kit = kit if kit is not None else load_harness_kit()
     outcomes: dict[str, list[TaskOutcome]] = {m: [] for m in modes}
     for i, task in enumerate(tasks):
         for mode in modes:
+            if done and (task.id, mode) in done:
+                outcomes[mode].append(done[(task.id, mode)])
+                continue
             sub = trace_dir / mode if trace_dir is not None else None
             _, outcome = await run_task(task, planner, mode=mode, trace_dir=sub, embedder=embedder, kit=kit)
             outcomes[mode].append(outcome)

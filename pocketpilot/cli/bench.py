@@ -3,6 +3,7 @@
 ``--split test`` runs the held-out split; ``--no-harness`` runs the bare planner only;
 ``--compare`` runs both configurations in one invocation (the same loaded model), and the
 Markdown table shows per group success rate, mean steps, output tokens, wall time and the lift.
+At suite size: ``--shard i/n``, ``--resume`` and ``--backend ray`` (see :mod:`pocketpilot.bench_runs`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import click
 
-from ..errors import UsageError
-from ..evaluation import BenchReport, Mode, TaskOutcome, load_harness_kit, run_comparison
+from ..bench_runs import OutcomeLog, parse_shard, run_ray_outcomes, shard_tasks
+from ..errors import BackendUnavailableError, UsageError
+from ..evaluation import BenchReport, Mode, SuiteReport, TaskOutcome, load_harness_kit, run_comparison
 from ..tasks import load_suite
 from ._planner import build_planner, planner_options
 from ._progress import task_bar
@@ -72,17 +74,40 @@ def select_tasks(
               help="Hybrid retrieval with the built MiniLM embedder (keyword-only when absent).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None, help="Write the Markdown table here.")
-@click.option("--trace-dir", type=click.Path(file_okay=False), default=None)
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="Traces, and outcomes.jsonl (each finished task, as it finishes: what --resume reads).")
+@click.option("--shard", default=None, help="Only shard i of n (i/n, e.g. 0/4): a fixed partition by task id.")
+@click.option("--resume", is_flag=True, help="Skip tasks already finished in --trace-dir (outcomes.jsonl).")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="ray: episodes on Ray actors, one model per actor (harness mode, local GGUF).")
+@click.option("--workers", type=click.IntRange(1), default=2, show_default=True, help="Ray actors (--backend ray).")
+@click.option("--ray-address", default=None, help="Ray cluster address (default: start a local one).")
 @planner_options
 def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None,
           per_group: int | None, no_harness: bool,
           compare: bool, use_embedder: bool, out: str | None, markdown_out: str | None, trace_dir: str | None,
+          shard: str | None, resume: bool, backend: str, workers: int, ray_address: str | None,
           model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Run bundled tasks with and/or without the harness; per group: success, steps, output tokens, wall time."""
     if compare and no_harness:
         raise UsageError("--compare already runs the bare planner; drop --no-harness")
+    if resume and not trace_dir:
+        raise UsageError("--resume needs --trace-dir (where the earlier run's outcomes.jsonl is)")
     tasks = select_tasks(split, task_ids, groups, limit, per_group, directory=tasks_dir)
+    if shard:
+        index, count = parse_shard(shard)
+        tasks = shard_tasks(tasks, index, count)
+        click.echo(f"shard {index}/{count}: {len(tasks)} task(s)")
     modes: tuple[Mode, ...] = ("bare", "harness") if compare else ("bare",) if no_harness else ("harness",)
+    log = OutcomeLog(Path(trace_dir)) if trace_dir else None
+    done = log.load() if (log is not None and resume) else {}
+    done = {k: v for k, v in done.items() if k[1] in modes and k[0] in {t.id for t in tasks}}
+    if resume:
+        click.echo(f"resume: {len(done)} of {len(tasks) * len(modes)} run(s) already finished")
+    if backend == "ray":
+        _bench_ray(tasks, modes, done, log, split, model, endpoint, temperature, max_new_tokens, workers,
+                   ray_address, out, markdown_out, trace_dir)
+        return
     embedder = None
     if "harness" in modes and use_embedder:
         from ._embedder import default_embedder
@@ -91,9 +116,11 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
     kit = load_harness_kit()
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
 
-    bar = task_bar(len(tasks) * len(modes))  # tasks done of the total, with an ETA (on a terminal)
+    bar = task_bar(len(tasks) * len(modes) - len(done))  # runs left of the total, with an ETA (on a terminal)
 
     def progress(i: int, o: TaskOutcome) -> None:
+        if log is not None:
+            log.append(o)
         bar.update(1)
         mark = "PASS" if o.success else "fail"
         click.echo(
@@ -105,18 +132,60 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
         try:
             return await run_comparison(
                 tasks, planner, modes=modes, split=split, trace_dir=Path(trace_dir) if trace_dir else None,
-                on_task=progress, embedder=embedder, kit=kit,
+                on_task=progress, embedder=embedder, kit=kit, done=done,
             )
         finally:
             bar.close()
             await planner.aclose()
 
     report = asyncio.run(main())
+    _write_report(report, out, markdown_out)
+
+
+def _write_report(report: BenchReport, out: str | None, markdown_out: str | None) -> None:
     table = report.markdown()
     click.echo("")
     click.echo(table)
+    for mode, run in report.runs.items():
+        walls = sorted(run.outcomes, key=lambda o: o.wall_s)
+        if walls:
+            total = sum(o.wall_s for o in walls)
+            click.echo(f"{mode} wall time: {total:.1f}s for {len(walls)} task(s), {total / len(walls):.2f}s per task, "
+                       f"slowest {walls[-1].task_id} {walls[-1].wall_s:.1f}s")
     if out:
         Path(out).write_text(json.dumps(report.to_json(), indent=2))
         click.echo(f"\nreport: {out}")
     if markdown_out:
         Path(markdown_out).write_text(table + "\n")
+
+
+def _bench_ray(tasks: list, modes: tuple[Mode, ...], done: dict, log: OutcomeLog | None, split: str | None,
+               model: str, endpoint: str | None, temperature: float, max_new_tokens: int, workers: int,
+               ray_address: str | None, out: str | None, markdown_out: str | None, trace_dir: str | None) -> None:
+    """The same tasks on Ray actors (the rollout pool): each actor loads the GGUF once."""
+    from ..contracts import SamplerSettings
+    from ..trainer_bridge.rollouts import LlamaPlannerFactory
+    from ..trainer_bridge.rollouts.ray_pool import ray_available
+
+    if not ray_available():
+        raise BackendUnavailableError("ray", "pip install 'pocketpilot[ray]'")
+    if modes != ("harness",):
+        raise UsageError("--backend ray runs the harness configuration only; drop --compare/--no-harness")
+    if endpoint:
+        raise UsageError("--backend ray loads a local GGUF in each actor; --endpoint serves one model already")
+    from ..model_store import ModelStore
+
+    path, _ = ModelStore().resolve(model)
+    factory = LlamaPlannerFactory(Path(path), sampler=SamplerSettings(temperature=temperature, max_tokens=max_new_tokens))
+    todo = [t for t in tasks if (t.id, "harness") not in done]
+    fresh = run_ray_outcomes(todo, factory, workers=workers, trace_dir=Path(trace_dir) / "harness" if trace_dir else None,
+                             address=ray_address) if todo else []
+    if log is not None:
+        for o in fresh:
+            log.append(o)
+    by_id = {o.task_id: o for o in fresh} | {k[0]: v for k, v in done.items()}
+    outcomes = [by_id[t.id] for t in tasks]
+    info = {"backend": "ray", "model": str(path), "workers": workers}
+    report = BenchReport(planner=info, split=split, task_ids=[t.id for t in tasks], kit={"backend": "ray"},
+                         runs={"harness": SuiteReport(planner=info, outcomes=outcomes, mode="harness")})
+    _write_report(report, out, markdown_out)
