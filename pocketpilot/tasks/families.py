@@ -222,6 +222,7 @@ class Drafter:
             return None
         action = self.clause(p.tool, p.args, p.before, rng)
         oracle = self._with_observe([p.tool], [_call(p.tool, p.args)])
+        oracle.extend([_call(p.tool, p.args)] * (int(t.options.get("repeat", 1)) - 1))
         oracle.append({"finish": f"Done: {action}."})
         return Draft(self.fmt(t.goal, rng, action=action), oracle, [*crit, _unchanged(allow)], self._exposed(p.tool))
 

@@ -93,7 +93,10 @@ def _task(world: World, template: Template, draft: Draft, index: int, prefix: st
     if draft.memory:
         data["memory"] = draft.memory
     data["max_steps"] = min(100, oracle_len + template.max_steps_extra)
-    data["criteria"] = draft.criteria
+    criteria = draft.criteria
+    if template.criteria_keep is not None:
+        criteria = [c for c in criteria if c["kind"] in template.criteria_keep]
+    data["criteria"] = [*criteria, *template.criteria_extra]
     data["oracle"] = draft.oracle
     return data
 

@@ -147,6 +147,10 @@ class Template(_T):
     """Family options (e.g. ``steps`` of a multi-step task, ``branch`` of a conditional)."""
     max_steps_extra: int = Field(default=3, ge=0, le=20)
     """Steps beyond the oracle's own the planner gets."""
+    criteria_keep: list[str] | None = None
+    """Keep only the derived criteria of these kinds (None: all)."""
+    criteria_extra: list[dict[str, Any]] = Field(default_factory=list)
+    """Criteria added to every task of the template (checked like the derived ones)."""
 
 
 class Pools(_T):

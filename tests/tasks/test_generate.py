@@ -1,0 +1,127 @@
+"""The task factory: deterministic by seed, every task it writes loads and measures something, drops are counted."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pocketpilot.tasks import load_suite
+from pocketpilot.tasks.audit import audit_task
+from pocketpilot.tasks.generate import generate, write_tasks
+from pocketpilot.tasks.template import TEMPLATE_DIR, Selector, load_templates
+from pocketpilot.tasks.validate import CHECKS
+from pocketpilot.tasks.world import SandboxWorld
+
+
+@pytest.fixture(scope="module")
+def world() -> SandboxWorld:
+    return SandboxWorld()
+
+
+@pytest.fixture(scope="module")
+def sample(world):
+    return generate(world, count=90, seed=7)
+
+
+def test_same_seed_same_tasks_other_seed_other_tasks(world, sample) -> None:
+    again = generate(world, count=90, seed=7)
+    assert again.tasks == sample.tasks
+    other = generate(world, count=90, seed=8)
+    assert [t["goal"] for t in other.tasks] != [t["goal"] for t in sample.tasks]
+
+
+def test_every_family_yields_tasks_and_every_task_loads_replays_and_passes_the_audit(sample, tmp_path) -> None:
+    families = {t.family for t in load_templates().templates}
+    made = {t.id: n for t, n in ((t, sample.per_template.get(t.id, 0)) for t in load_templates().templates)}
+    by_family = Counter()
+    for t in load_templates().templates:
+        by_family[t.family] += made[t.id]
+    assert {f for f, n in by_family.items() if n > 0} == families
+    write_tasks(sample, tmp_path)
+    tasks = load_suite(directory=tmp_path)  # the normal loader: every file checked
+    assert len(tasks) == len(sample.tasks) > 60
+    assert {t.group for t in tasks} == {"tool_use", "memory", "skills", "subagent"}
+    assert {t.split for t in tasks} == {"dev", "evolve", "test"}
+
+
+@pytest.mark.parametrize("index", range(0, 90, 3))
+async def test_generated_tasks_pass_the_real_audit(sample, index) -> None:
+    if index >= len(sample.tasks):
+        pytest.skip("fewer tasks")
+    from pocketpilot.tasks.loader import parse_task
+
+    task = parse_task(sample.tasks[index], "generated")
+    report = await audit_task(task)
+    assert report.ok, report
+
+
+def test_criteria_are_the_oracle_s_state_diff(sample) -> None:
+    task = next(t for t in sample.tasks if t["id"].startswith("gen-create-record-"))
+    state = [c for c in task["criteria"] if c["kind"] == "state"]
+    assert state and all(c.get("created") for c in state)  # a new record, not a seeded one that matches
+    unchanged = next(c for c in task["criteria"] if c["kind"] == "unchanged")
+    assert {c["path"] for c in state} <= set(unchanged["allow"])
+
+
+def test_templates_select_by_declared_semantics_never_by_name(world) -> None:
+    text = "".join(p.read_text() for p in TEMPLATE_DIR.rglob("*.yaml"))
+    names = [t.name for t in world.tools()]
+    assert not [n for n in names if n in text]
+    booleans = [t.name for t in world.tools() if Selector(effect=["setting"], param_types=["boolean"]).accepts(t)]
+    assert booleans and all(world.tools()[[x.name for x in world.tools()].index(n)].setting for n in booleans)
+
+
+def _broken(tmp_path: Path, template: dict) -> Path:
+    folder = tmp_path / "templates"
+    shutil.copytree(TEMPLATE_DIR / "pools", folder / "pools")
+    (folder / "broken.yaml").write_text(yaml.safe_dump([template]))
+    return folder
+
+
+BASE = {"id": "broken", "family": "single_call", "group": "tool_use", "capability": "single_tool", "weight": 1,
+        "select": {"action": {"effect": ["setting"]}}, "goal": ["{Action}.", "Please {action}.", "Now {action}."]}
+
+
+@pytest.mark.parametrize(("change", "check"), [
+    ({"criteria_extra": [{"kind": "state", "path": "settings.wifi", "equals": True}]}, "vacuous"),
+    ({"criteria_extra": [{"kind": "stop", "reason": ["refuse"]}]}, "oracle_fails"),
+    ({"criteria_keep": ["unchanged"]}, "do_nothing_passes"),
+    # the same argument-less call twice, judged on the state alone: leaving either out, swapping
+    # them or stopping differently changes nothing, so no broken oracle fails
+    ({"options": {"repeat": 2}, "criteria_keep": ["state"],
+      "select": {"action": {"destructive": True, "required_params": False}}}, "no_perturbation_fails"),
+    ({"criteria_keep": []}, "spec"),
+    # passes every replay (it allows all of settings and earbuds) but names a path the phone has not
+    ({"criteria_extra": [{"kind": "unchanged", "allow": ["settings", "earbuds", "settings.no_such_setting"]}]},
+     "loader"),
+])
+def test_a_broken_template_is_dropped_and_counted_under_its_check(world, tmp_path, change, check) -> None:
+    templates = load_templates(_broken(tmp_path, BASE | change))
+    gen = generate(world, templates, count=3, seed=0)
+    assert gen.tasks == []
+    assert gen.drops[check] > 0 and sum(gen.drops.values()) == gen.drops[check]
+    assert set(gen.manifest()["drops"]) == set(CHECKS)
+
+
+def test_the_unbroken_base_template_passes(world, tmp_path) -> None:
+    gen = generate(world, load_templates(_broken(tmp_path, BASE)), count=3, seed=0)
+    assert len(gen.tasks) == 3 and not gen.drops
+
+
+def test_the_cli_writes_tasks_and_prints_drops_and_time(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.main import cli
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["tasks", "generate", "-n", "12", "--seed", "1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "dropped by check: spec 0" in result.output and "load average" in result.output
+    assert len(load_suite(directory=out)) == len(list(out.glob("*.yaml"))) > 0
+    assert (out / "MANIFEST.yml").exists()
+    bad = CliRunner().invoke(cli, ["tasks", "generate", "-n", "3", "--template", "nope", "-o", str(out)])
+    assert bad.exit_code == 2 and "unknown template ids: nope" in bad.output

@@ -1,0 +1,68 @@
+"""The committed generated suite: ≥1,000 tasks through the normal loader, its test split frozen."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+import pytest
+
+from pocketpilot.tasks import load_suite, split_lock
+from pocketpilot.tasks.audit import audit_task
+from pocketpilot.tasks.suite import SUITE_COUNT, SUITE_DIR, SUITE_LOCK, SUITE_SEED, load_generated_suite, suite_drift
+
+SUITE = load_generated_suite()
+GROUPS = {"tool_use", "memory", "skills", "subagent"}
+
+
+def test_the_suite_is_large_stratified_and_apart_from_the_bundled_one() -> None:
+    assert len(SUITE) >= 1000
+    cells = Counter((t.group, t.split) for t in SUITE)
+    assert {g for g, _ in cells} == GROUPS
+    assert all(cells[(g, s)] >= 30 for g in GROUPS for s in ("dev", "evolve", "test")), cells
+    bundled = load_suite()
+    assert not {t.id for t in SUITE} & {t.id for t in bundled}
+    assert not {t.goal.lower() for t in SUITE} & {t.goal.lower() for t in bundled}
+    assert len(bundled) == 153  # the bundled suite is untouched
+
+
+def test_the_generated_test_split_matches_its_record() -> None:
+    found = suite_drift()
+    assert not found, (
+        f"the generated suite's test split changed: {dict(found)}; if intended, re-record it with "
+        "`python -m pocketpilot.tasks.suite --write` in a commit that says why"
+    )
+    assert len(split_lock.recorded_test_split(SUITE_LOCK)) == sum(t.split == "test" for t in SUITE)
+
+
+def test_a_changed_generated_test_task_is_caught(tmp_path) -> None:
+    data, lock = tmp_path / "suite", tmp_path / "lock.json"
+    shutil.copytree(SUITE_DIR, data)
+    split_lock.write_lock(data, lock)
+    victim = next(data / f"{t.id}.yaml" for t in SUITE if t.split == "test")
+    victim.write_text(victim.read_text().replace("goal: ", "goal: (reworded) ", 1))
+    assert split_lock.drift(data, lock)["changed"] == [victim.stem]
+
+
+@pytest.mark.parametrize("task", SUITE[::40], ids=[t.id for t in SUITE[::40]])
+async def test_a_sample_of_the_suite_passes_the_audit(task) -> None:
+    report = await audit_task(task)
+    assert report.ok, report
+
+
+@pytest.mark.slow
+async def test_every_suite_task_passes_the_audit() -> None:
+    bad = [r for r in [await audit_task(t) for t in SUITE] if not r.ok]
+    assert bad == []
+
+
+@pytest.mark.slow
+def test_regenerating_gives_the_committed_files(tmp_path) -> None:
+    from pocketpilot.tasks.generate import generate, write_tasks
+    from pocketpilot.tasks.world import SandboxWorld
+
+    gen = generate(SandboxWorld(), count=SUITE_COUNT, seed=SUITE_SEED, existing_goals={t.goal for t in load_suite()})
+    write_tasks(gen, tmp_path)
+    committed = {p.name: p.read_bytes() for p in SUITE_DIR.iterdir()}
+    fresh = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert fresh == committed
