@@ -84,8 +84,8 @@ def session_kwargs(
             the action and its note would only invite a wasted step).
 
     Returns:
-        ``guidance``, ``skills``, ``gates`` and ``eta_version``; with a request also
-        ``guidance_for``, ``preloaded`` and ``actions``.
+        ``guidance``, ``skills``, ``gates``, ``policies`` (η's policy set, fresh) and
+        ``eta_version``; with a request also ``guidance_for``, ``preloaded`` and ``actions``.
 
     Raises:
         EtaError: ``library`` is not the one η was compiled from, or the filter is for another η.
@@ -105,7 +105,8 @@ def session_kwargs(
     gates = library.always_on_gates(exposed_tools) if library is not None else []
     if request is None:
         guidance = filt.guidance(exposed_tools, res)
-        return {"guidance": guidance, "skills": library, "gates": gates, "eta_version": version}
+        return {"guidance": guidance, "skills": library, "gates": gates, "eta_version": version,
+                "policies": eta.build_policies()}
     if recalled or not memory_search:
         res.discard("memory")
     if recalled:
@@ -140,6 +141,7 @@ def session_kwargs(
         "skills": library,
         "gates": gates,
         "eta_version": version,
+        "policies": eta.build_policies(),
         "preloaded": preloaded,
         "actions": actions,
     }
