@@ -121,6 +121,12 @@ def default_policy_entries() -> list[PolicyEntry]:
     return [PolicyEntry.model_validate(e) for e in default_entries()]
 
 
+def _default_offers() -> dict[str, str]:
+    from .notes import DEFAULT_OFFERS
+
+    return dict(DEFAULT_OFFERS)
+
+
 class Eta(_Model):
     """The harness configuration η (content only; the version is derived from it)."""
 
@@ -130,6 +136,22 @@ class Eta(_Model):
     notes: list[RoutingNote] = Field(default_factory=list)
     policies: list[PolicyEntry] = Field(default_factory=default_policy_entries)
     """The harness policies, in order: a reviewed revision may change one or its parameters."""
+    offers: dict[str, str] = Field(default_factory=_default_offers)
+    """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
+
+    @field_validator("offers")
+    @classmethod
+    def _offers(cls, value: dict[str, str]) -> dict[str, str]:
+        from ..contracts import ACTION_KINDS
+
+        for kind, pattern in value.items():
+            if kind not in ACTION_KINDS:
+                raise ValueError(f"offers names an unknown action kind {kind!r}")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"offers[{kind!r}] is not a regular expression: {exc}") from exc
+        return value
     _dropped: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     @property

@@ -111,7 +111,9 @@ def session_kwargs(
         res.discard("memory")
     if recalled:
         res.add("recall")
-    if not asks_to_delegate(request):
+    remember = asks_to_remember(request, eta.offers.get("memory_write")) if "memory_write" in eta.offers else True
+    delegating = asks_to_delegate(request, eta.offers.get("delegate")) if "delegate" in eta.offers else True
+    if not delegating:
         res.discard("delegate")  # the action is not offered, so neither is its note
     preloaded: list[str] = []
     if library is not None:
@@ -124,9 +126,9 @@ def session_kwargs(
     actions = [
         k
         for k in ACTION_KINDS
-        if (k != "memory_write" or asks_to_remember(request))
+        if (k != "memory_write" or remember)
         and (k != "memory_search" or (memory_search and not recalled))
-        and (k != "delegate" or asks_to_delegate(request))
+        and (k != "delegate" or delegating)
         and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
     ]
     shown = tuple(preloaded)

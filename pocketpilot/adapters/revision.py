@@ -28,7 +28,7 @@ from .errors import EtaError, RevisionError
 from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
 
 __all__ = [
-    "AddNote", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision", "RevisionStore", "SetPolicy",
+    "AddNote", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision", "RevisionStore", "SetOffer", "SetPolicy",
     "apply_revision",
 ]
 
@@ -81,7 +81,16 @@ class RemovePolicy(_Op):
     name: str
 
 
-Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool, SetPolicy, RemovePolicy], Field(discriminator="op")]
+class SetOffer(_Op):
+    """Offer an action kind only on requests matching ``pattern`` (None: on every request)."""
+
+    op: Literal["set_offer"] = "set_offer"
+    kind: str
+    pattern: str | None = None
+
+
+Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool, SetPolicy, RemovePolicy, SetOffer],
+               Field(discriminator="op")]
 
 
 class Revision(BaseModel):
@@ -131,10 +140,16 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     notes = list(eta.notes)
     tools = dict(eta.tools)
     policies = list(eta.policies)
+    offers = dict(eta.offers)
     for i, op in enumerate(rev.ops):
         ids = [n.id for n in notes]
         names = [p.name for p in policies]
-        if isinstance(op, SetPolicy):
+        if isinstance(op, SetOffer):
+            if op.pattern is None:
+                offers.pop(op.kind, None)
+            else:
+                offers[op.kind] = op.pattern
+        elif isinstance(op, SetPolicy):
             _check_policy(op.policy, rev, i)
             if op.policy.name in names:
                 policies[names.index(op.policy.name)] = op.policy
@@ -172,7 +187,7 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
             if not op.remove:
                 skills = sorted([*skills, op.skill])
             tools[op.tool] = tools[op.tool].model_copy(update={"skills": skills})
-    new = Eta(tools=tools, skills=eta.skills, notes=notes, policies=policies)
+    new = Eta(tools=tools, skills=eta.skills, notes=notes, policies=policies, offers=offers)
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new

@@ -236,3 +236,22 @@ async def test_the_conversation_budget_drops_old_turns_whole():
     await session.run("first request")
     await session.run("second request")
     assert not any("first request" in m.content for m in planner.requests[1].messages)
+
+
+def test_which_requests_get_memory_write_and_delegate_is_eta_data():
+    from pocketpilot.adapters import session_kwargs
+    from pocketpilot.adapters.revision import SetOffer
+
+    tools = SandboxExecutor(SandboxPhone()).tools()
+    base = compile_eta(tools)
+    names = [t.name for t in tools]
+    plain = session_kwargs(base, names, memory=True, delegate=True, request="Merke dir: Spind 12.")
+    assert "memory_write" not in plain["actions"]
+    rev = Revision(id="de", base_version=base.version, rationale="German app",
+                   ops=[SetOffer(kind="memory_write", pattern=r"\bmerke?\b")])
+    german = apply_revision(base, rev)
+    assert any(c.section == "offer" for c in diff_eta(base, german))
+    kw = session_kwargs(german, names, memory=True, delegate=True, request="Merke dir: Spind 12.")
+    assert "memory_write" in kw["actions"]
+    with pytest.raises(ValueError, match="regular expression"):
+        compile_eta(tools).model_copy(update={}).model_validate({**base.content(), "offers": {"delegate": "("}})
