@@ -12,10 +12,9 @@ from the request alone, before the first step, with no model call:
 - **memory_write**: offered only when the request asks to remember something (episodes are
   captured at the end of every run anyway). The pattern is η data (``Eta.offers``), English
   by default: an app in another language revises η, not this code.
-- **delegate**: offered only when the request asks for a helper or sub-agent (``Eta.offers`` too). Offered on every
-  request, the 1.5B planner handed plain one-app requests to a sub-agent as an escape after
-  any surprise (5 of 37 test tasks in one run), and one such child deleted the alarm the
-  parent had just created.
+- **delegate**: offered only when the request asks for a helper or sub-agent (``Eta.offers`` too):
+  a small planner handed plain one-app requests to a sub-agent as an escape after any surprise,
+  and a child it started so can undo what the parent just did. The user's words decide.
 
 Matching is lexical on purpose: microseconds per request, deterministic, and explainable in a
 trace (``SkillRouter.explain``).

@@ -1,7 +1,7 @@
 """A call that passed a record's id where a name belongs is told the name, and run with it if repeated.
 
 A small planner looks a contact up and then passes the returned ``id`` ("c7") to a tool that
-takes a name; the tool answers not_found and the planner repeats the lookup (dev traces),
+takes a name; the tool answers not_found and the planner repeats the lookup,
 hint or no hint. An argument equal to the ``id`` of a record an earlier step returned, in a
 call that failed with not_found or invalid_arguments, gets the record's name (or title,
 label, phone) as the value to pass instead. Sent again, the call's intent is not in doubt

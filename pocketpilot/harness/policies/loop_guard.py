@@ -76,7 +76,7 @@ class LoopGuard(BasePolicy):
             return self._tool_step(report, run, previous)
         if isinstance(report.action, MemorySearch) and isinstance(previous, MemorySearch) and (
                 previous.query.strip().casefold(), previous.tier) == (report.action.query.strip().casefold(), report.action.tier):
-            # the same search re-ran four times in a row until max_steps (dev traces)
+            # the same search re-ran four times in a row until max_steps
             return Advice(
                 notices=["You just ran this search and got the same memories. Use them now: "
                          "act on the request or finish with the answer."],

@@ -1,6 +1,6 @@
 """A device setting that nothing the run was told or found out names stays as it is.
 
-The 1.5B planner's commonest harmful failure in the dev traces is the settings walk: it makes
+The 1.5B planner's commonest harmful failure in the traces is the settings walk: it makes
 the change it was asked for, then turns on Wi-Fi, Bluetooth, do-not-disturb and a brightness
 level one step after another (a tool list reads to it like a to-do list). The guard reads
 only declared semantics (a tool of effect ``setting``, its setting key, description and enum

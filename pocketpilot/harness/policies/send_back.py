@@ -1,6 +1,6 @@
 """A refusal or hand-off right after a fixable tool step is sent back once.
 
-Two cases, once per run, seen in the 1.5B planner's dev traces: a gate held a call only so the
+Two cases, once per run, seen in the 1.5B planner's traces: a gate held a call only so the
 planner could read a result first, and the planner read the hold as a failure and refused or
 handed off; or a call failed on its arguments (a date written "March 9", a year guessed
 wrong) and the planner refused although the error said how to fix it. A refusal is for

@@ -1,6 +1,6 @@
 """A destructive call on a record this run created is held once: the run may be undoing its own work.
 
-The dev traces show a small planner creating the note it was asked for, reading it back, and
+The traces show a small planner creating the note it was asked for, reading it back, and
 then deleting it. A destructive call (declared ``destructive`` or effect ``delete``) whose
 record id (its declared ``id_arg``; every argument when it declares none) is the id a
 create-effect call of this run returned is held the first time, with a notice; sent again
