@@ -20,6 +20,7 @@ __all__ = [
     "CONFIRM_EFFECTS",
     "Action",
     "AskUser",
+    "ChatMessage",
     "CriterionResult",
     "Delegate",
     "Effect",
@@ -513,6 +514,10 @@ class EpisodeHeader(_Contract):
     parent_episode_id: str | None = None
     memory_retrieval: str | None = None
     """How memory was searched: ``hybrid (<embedder>)`` or ``keyword-only``; None without memory."""
+    policies: list[dict[str, Any]] = Field(default_factory=list)
+    """The harness policies in force, in order, with their parameters (``[{"name", "params"}]``)."""
+    turn: int = 0
+    """Which request of a conversation this run answered (0: the first or only one)."""
 
     @field_validator("episode_id")
     @classmethod
@@ -559,7 +564,29 @@ class Episode(_Contract):
         }
 
 
+
+class ChatMessage(BaseModel):
+    """One message of the assembled context (OpenAI-style roles).
+
+    A contract, not a harness detail: tasks seed earlier conversation with it, planners read
+    it, and the trace's preamble records it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    section: str = "history"
+    """Which budgeted section of the context the message belongs to."""
+    step: Step | None = Field(default=None, exclude=True)
+    """On the two history messages of a step (its action, its feedback): the recorded step, so
+    a backend with a structured chat format (OpenAI ``tool_calls``) can rebuild the turn from
+    the parsed action and the per-call results. Excluded from dumps: context digests and
+    text-only prompts see role and content alone."""
+
+
 Step.model_rebuild()
+ChatMessage.model_rebuild()
 
 
 def digest(obj: Any) -> str:
