@@ -184,30 +184,56 @@ class Catalogue:
         if not good and 0 < len(props) <= 3:
             good.extend(await self._sweep(spec, cands, required, seen))
         if good and spec.effect != "read" and not spec.read_only:
-            good.extend(await self._widen(spec, good[0].args, strings, seen))
+            widened, free = await self._widen(spec, good[0].args, strings, seen)
+            good.extend(widened)
+            # a parameter that takes any text (a message body) reads best with the phrase pool;
+            # keep the calls that have one there when there are such calls
+            phrased = [p for p in good if all(p.args.get(k) in self.pools.phrases for k in free if k in p.args)]
+            good = phrased or good
         return good, bad
 
     async def _widen(self, spec: ToolSpec, args: dict[str, Any], strings: list[tuple[str, str]],
-                     seen: set[str]) -> list[Probe]:
+                     seen: set[str]) -> tuple[list[Probe], set[str]]:
         """Each free string of a working call tried with every string of the state (every display a
-        cast can go to, every contact a message can reach), the other arguments kept."""
+        cast can go to, every contact a message can reach), the other arguments kept.
+
+        Returns the new working calls of the *selective* parameters (those most values fail for:
+        the state decides what is valid) and the names of the parameters that took nearly anything.
+        """
         found: list[Probe] = []
+        free: set[str] = set()
         props: dict[str, Any] = spec.parameters.get("properties") or {}
         for param in args:
             schema = props[param]
             if param_type(schema) != "string" or "pattern" in schema or param in (spec.id_arg, spec.name_arg):
                 continue
-            for value in dict.fromkeys(v for k, v in strings if k != "id"):
+            values = list(dict.fromkeys(v for k, v in strings if k != "id"))
+            hits: list[Probe] = []
+            for value in values:
                 trial = {**args, param: value}
-                key = repr(sorted(trial.items()))
-                if key in seen:
-                    continue
-                seen.add(key)
                 results, before, after, _ = await run_calls(self.world, [(spec.name, trial)], self.patch)
                 changes = tuple(diff_dumps(before, after))
                 if results[0].ok and changes:
-                    found.append(Probe(spec.name, trial, results[0].data, before, after, changes))
-        return found
+                    hits.append(Probe(spec.name, trial, results[0].data, before, after, changes))
+            if len(hits) > len(values) / 2:
+                free.add(param)
+                continue
+            found.extend(hits)
+        out: list[Probe] = []
+        for hit in found:  # each selective value with fresh text in the free parameters
+            trial = {**hit.args, **{f: self._rng.choice(self.pools.phrases) for f in free if f in hit.args}}
+            key = repr(sorted(trial.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            if trial != hit.args:
+                results, before, after, _ = await run_calls(self.world, [(spec.name, trial)], self.patch)
+                changes = tuple(diff_dumps(before, after))
+                if not (results[0].ok and changes):
+                    continue
+                hit = Probe(spec.name, trial, results[0].data, before, after, changes)
+            out.append(hit)
+        return out, free
 
     async def _sweep(self, spec: ToolSpec, cands: dict[str, list[Any]], required: set[str],
                      seen: set[str]) -> list[Probe]:

@@ -73,7 +73,8 @@ def _args_text(args: dict[str, Any]) -> str:
 
 
 def _verb(spec: ToolSpec) -> str:
-    first = re.split(r"\. |; ", spec.description.strip().split("\n")[0])[0]
+    line = re.sub(r",?\s*\be\.g\..*", "", spec.description.strip().split("\n")[0])  # examples are not the action
+    first = re.split(r"\. |; ", line)[0]
     return _PAREN.sub("", first).rstrip(".").strip() or _label(spec.name)
 
 
@@ -103,6 +104,7 @@ class Drafter:
             "precondition": self.precondition,
             "handoff_read": self.handoff_read,
             "handoff_id": self.handoff_id,
+            "information": self.information,
         }
 
     async def draft(self, template: Template, rng: random.Random) -> Draft | None:
@@ -122,7 +124,10 @@ class Drafter:
             tools = [t for t in tools if any(p.writes for p in self.cat.probes(t))]
         if not tools:
             return None
-        tool = rng.choice(tools)
+        # an app first, then one of its tools: the suite is spread over domains, not over tool counts
+        apps = sorted({self.world.app_of(x) for x in tools})
+        app = rng.choice(apps)
+        tool = rng.choice([x for x in tools if self.world.app_of(x) == app])
         probes = [p for p in self.cat.probes(tool) if p.writes or not writes]
         return rng.choice(probes) if probes else None
 
@@ -163,7 +168,8 @@ class Drafter:
                       and not isinstance(v, bool) and v != "" and not re.match(r"^\d{4}-\d{2}-\d{2}T", str(v))][:2]
             values["record"] = "with " + " and ".join(f"{_label(k)} {_value(v)}" for k, v in fields) if fields \
                 else f"{args[spec.id_arg]}"
-            kind = "delete" if spec.effect == "delete" else "update_record_bool" if values["onoff"] else "update_record"
+            kind = ("delete" if spec.effect == "delete" else "read_record" if spec.effect == "read" or spec.read_only
+                    else "update_record_bool" if values["onoff"] else "update_record")
         elif spec.effect == "setting" and spec.setting:
             kind = "setting_bool" if values["onoff"] else "setting_value"
         elif spec.effect == "create":
@@ -518,6 +524,22 @@ class Drafter:
         oracle.append({"finish": f"First {first}; then {then}."})
         return Draft(self.fmt(t.goal, rng, first=first, then=then), oracle, [*crit, order, _unchanged(allow)],
                      self._exposed(c.tool, d.tool))
+
+    async def information(self, t: Template, rng: random.Random) -> Draft | None:
+        r = self._probe(t, "read", rng, writes=False)
+        if r is None or (isinstance(r.data, list) and len(r.data) != 1):
+            return None  # "the title" of a list of several says nothing about which one
+        leaf = self._leaf(r.data, rng)
+        if leaf is None or isinstance(leaf[1], bool):
+            return None
+        key, v = leaf
+        read = self.clause(r.tool, r.args, r.before, rng)
+        if str(v).lower() in read.lower():
+            return None  # the request would hold its own answer
+        oracle = [_call(r.tool, r.args), {"finish": f"The {_label(key)} is {v}."}]
+        criteria = [{"kind": "call", "tool": r.tool, "args": r.args}, {"kind": "answer", "any_of": [str(v)]},
+                    _unchanged([])]
+        return Draft(self.fmt(t.goal, rng, read=read, key=_label(key)), oracle, criteria, self._exposed(r.tool))
 
     async def handoff_read(self, t: Template, rng: random.Random) -> Draft | None:
         r = self._probe(t, "read", rng, writes=False)

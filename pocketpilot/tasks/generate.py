@@ -50,6 +50,10 @@ class Generation:
     templates_digest: str = ""
     world: str = ""
     per_template: dict[str, int] = field(default_factory=dict)
+    difficulty: dict[str, str] = field(default_factory=dict)
+    """Template id → difficulty (task files carry no difficulty; the manifest does)."""
+    template_of: dict[str, str] = field(default_factory=dict)
+    """Task id → the template it came from."""
 
     def manifest(self) -> dict[str, Any]:
         """The record written beside the tasks: versions, inputs, counts, drops, time."""
@@ -62,6 +66,9 @@ class Generation:
             "tasks": len(self.tasks),
             "per_template": self.per_template,
             "by_group_split": {f"{g}/{s}": n for (g, s), n in sorted(by.items())},
+            "by_domain": dict(sorted(Counter(d for t in self.tasks for d in t["domains"]).items())),
+            "by_difficulty": dict(sorted(Counter(self.difficulty[self.template_of[t["id"]]]
+                                                 for t in self.tasks).items())),
             "drops": {c: self.drops.get(c, 0) for c in CHECKS},
             "skipped": dict(self.skipped),
             "seconds": round(self.seconds, 2),
@@ -151,8 +158,10 @@ async def generate_async(
                 continue
             goals.add(key)
             gen.tasks.append(data)
+            gen.template_of[data["id"]] = template.id
             made += 1
         gen.per_template[template.id] = made
+        gen.difficulty[template.id] = template.difficulty
     gen.seconds = time.monotonic() - t0
     return gen
 

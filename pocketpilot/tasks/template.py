@@ -59,6 +59,7 @@ Family = Literal[
     "precondition",
     "handoff_read",
     "handoff_id",
+    "information",
 ]
 """The task shapes the generator knows; each fills its roles from the template's selectors."""
 
