@@ -113,6 +113,21 @@ def _no_verdict(count: int, total: int, require: bool, kept_as: str) -> None:
     click.echo(f"note: {count} of {total} trace(s) have no verdict (free runs): {kept_as}", err=True)
 
 
+_MIX = click.option("--mix", "mix_file", type=click.Path(exists=True, dir_okay=False), default=None,
+                    help="A task mix (`pocketpilot tasks resample`): each row gets its task's sample_weight; "
+                         "rows of weight 0 are left out.")
+
+
+def _weighted(rows: list[dict[str, Any]], mix_file: str | None) -> list[dict[str, Any]]:
+    if mix_file is None:
+        return rows
+    from ..tasks.resample import load_mix
+
+    mix = load_mix(Path(mix_file))
+    out = [row | {"sample_weight": mix.weight(row.get("task_id"))} for row in rows]
+    return [row for row in out if row["sample_weight"] > 0]
+
+
 _REQUIRE_VERDICT = click.option(
     "--require-verdict", is_flag=True,
     help="Refuse traces no verifier judged (free runs) instead of exporting them.",
@@ -130,8 +145,10 @@ def export() -> None:
 @click.option("--include-ineligible", is_flag=True, help="Also write episodes without supervised turns (all masked).")
 @_ledger_options
 @_REQUIRE_VERDICT
+@_MIX
 def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, memory_db: tuple[str, ...],
-            service_token: str | None, admin_token: str | None, no_memory_db: bool, require_verdict: bool) -> None:
+            service_token: str | None, admin_token: str | None, no_memory_db: bool, require_verdict: bool,
+            mix_file: str | None) -> None:
     """Chat messages with tools and a per-turn train mask, one row per episode (secrets redacted).
 
     Episodes no verifier judged are written unverified (``verified: false``, every turn
@@ -145,7 +162,8 @@ def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, memory_
     records = [sft_record(ep, complete=c) for ep, c in episodes]
     unverified = sum(not r.verified for r in records)
     _no_verdict(unverified, len(records), require_verdict, "written with verified=false, every turn masked")
-    rows = [redact_row(r.row()) for r in records if include_ineligible or r.eligible or not r.verified]
+    rows = _weighted([redact_row(r.row()) for r in records if include_ineligible or r.eligible or not r.verified],
+                     mix_file)
     if not rows:
         why = f"all {len(records)} trace(s) failed or are torn (--include-ineligible writes them)"
         raise EmptyExportError(out, why)
@@ -160,8 +178,10 @@ def sft_cmd(traces: tuple[str, ...], out: str, include_ineligible: bool, memory_
 @click.option("--min-size", type=int, default=2, show_default=True, help="Drop smaller groups.")
 @_ledger_options
 @_REQUIRE_VERDICT
+@_MIX
 def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: int, memory_db: tuple[str, ...],
-           service_token: str | None, admin_token: str | None, no_memory_db: bool, require_verdict: bool) -> None:
+           service_token: str | None, admin_token: str | None, no_memory_db: bool, require_verdict: bool,
+           mix_file: str | None) -> None:
     """RL groups: per task, G rollouts with success, progress, cost and behaviour-policy data (secrets redacted).
 
     Runs no verifier judged join with reward null (task-less ones grouped by request) unless
@@ -180,7 +200,7 @@ def rl_cmd(traces: tuple[str, ...], out: str, group_size: int | None, min_size: 
     if not groups:
         why = f"{len(episodes)} trace(s) formed no group of at least --min-size {min_size}"
         raise EmptyExportError(out, why)
-    n = write_rows((redact_row(g.row()) for g in groups), out, "rl")
+    n = write_rows(_weighted([redact_row(g.row()) for g in groups], mix_file), out, "rl")
     click.echo(f"{n} RL group(s) -> {out}")
 
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
 
-__all__ = ["CATEGORY_FAMILIES", "RULE", "TaskMix", "mix_weights", "resample", "task_status"]
+__all__ = ["CATEGORY_FAMILIES", "RULE", "TaskMix", "load_mix", "mix_weights", "resample", "task_status"]
 
 RULE = "resample/1"
 WEIGHTS = {"unstable": 3.0, "mastered": 0.25, "failing_progress": 1.5, "failing": 1.0, "new": 2.0}
@@ -65,6 +65,24 @@ class TaskMix(BaseModel):
     def counts(self) -> dict[str, int]:
         """Tasks per status."""
         return dict(Counter(self.status.values()))
+
+    def weight(self, task_id: str | None) -> float:
+        """A task's sampling weight; 1 for a task the mix does not know (it was not measured)."""
+        return self.weights.get(task_id, 1.0) if task_id is not None else 1.0
+
+
+def load_mix(path: Path) -> TaskMix:
+    """Read a mix written by ``pocketpilot tasks resample``.
+
+    Raises:
+        UsageError: not a task mix.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return TaskMix.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValidationError) as exc:
+        raise UsageError(f"{path}: not a task mix ({type(exc).__name__})") from exc
 
 
 def _sha(path: Path) -> str:

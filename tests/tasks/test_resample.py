@@ -68,3 +68,24 @@ def test_the_cli_writes_the_mix(tmp_path) -> None:
     bad.write_text("{}")
     result = CliRunner().invoke(cli, ["tasks", "resample", str(bad), "-o", str(out)])
     assert result.exit_code == 2 and "not a bench report" in result.output
+
+
+async def test_export_takes_the_mix_as_sampling_weights(tmp_path) -> None:
+    from pocketpilot.cli.main import cli
+    from pocketpilot.evaluation import HarnessKit, run_task
+    from pocketpilot.harness.planners import ScriptedPlanner
+    from pocketpilot.tasks import oracle_actions
+    from pocketpilot.tasks.resample import TaskMix
+
+    first, second = [t for t in load_suite("dev") if t.oracle and not t.memory][:2]
+    for task in (first, second):
+        await run_task(task, ScriptedPlanner(oracle_actions(task)), trace_dir=tmp_path / "traces", kit=HarnessKit())
+    mix = tmp_path / "mix.json"
+    mix.write_text(TaskMix(weights={first.id: 3.0, second.id: 0.0}).model_dump_json())
+    out = tmp_path / "rl.jsonl"
+    traces = [str(p) for p in (tmp_path / "traces").glob("*.jsonl")]
+    result = CliRunner().invoke(cli, ["export", "rl", *traces, "-o", str(out), "--min-size", "1", "--no-memory-db",
+                                      "--mix", str(mix)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_id"], r["sample_weight"]) for r in rows] == [(first.id, 3.0)]  # weight 0: left out
