@@ -2,7 +2,8 @@
 
 For every change the oracle made: a scalar that changed must end at its new value; a record
 added to a list must exist afterwards and be new (``created``); a record removed must be gone;
-a field of an existing record (found by its ``id``) must hold its new value. ``unchanged``
+a field of an existing record (found by its ``id``) must hold its new value, the record matched
+whole (ids match by containment, so ``dev-1`` alone would also find ``dev-10``). ``unchanged``
 then allows exactly the changed paths, so anything else the agent touches fails the task.
 Integer siblings of a list that grew (id counters) are allowed but not required: how many ids
 an agent burns on the way says nothing about the outcome.
@@ -77,7 +78,11 @@ def criteria_from_changes(
             head, index, rest = located
             elem = resolve_path(after, f"{head}.{index}")
             allow.append(head)
-            criteria.append({"kind": "state", "path": head, "contains": {"id": elem["id"], **_nest(rest, ch.after)}})
+            # the whole record as it ends, not just id and field: ids match by containment
+            # ("dev-1" is in "dev-10"), so a sibling could satisfy a thinner pattern from the start
+            pattern = {"id": elem["id"], **_scalar_fields(elem)} if not rest[1:] else {"id": elem["id"],
+                                                                                       **_nest(rest, ch.after)}
+            criteria.append({"kind": "state", "path": head, "contains": pattern})
             continue
         allow.append(ch.path)
         if parent in grown_parents and isinstance(ch.after, int) and not isinstance(ch.after, bool):
