@@ -204,7 +204,13 @@ class ModelWorld:
         self._apps: dict[str, list[str]] = {}
         for i, source in enumerate(apps):
             label = labels[i] if labels is not None else f"apps[{i}]"
-            for app, t in build_tools(source, self.state, label):
+            try:
+                built = build_tools(source, self.state, label)
+            except WorldError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a user's constructor or factory may raise anything
+                raise WorldError("world", f"{label}: building its tools failed: {type(exc).__name__}: {exc}") from exc
+            for app, t in built:
                 if t.name in self._registry:
                     raise WorldError("world", f"{label}: duplicate tool name {t.name!r}")
                 self._registry.add(t)
