@@ -21,11 +21,12 @@ Example (YAML)::
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from ..contracts import StopReason
 
@@ -402,6 +403,9 @@ class DelegateStep(_Spec):
 OracleStep.model_rebuild()
 
 
+_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
 class WorldSpec(_Spec):
     """The world a task brings: app modules beside the sandbox or instead of it, and its state.
 
@@ -410,13 +414,21 @@ class WorldSpec(_Spec):
     the model's defaults). The task file's folder is on ``sys.path`` while they import.
     """
 
-    apps: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")]] = Field(default_factory=list)
-    state_model: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    apps: list[str] = Field(default_factory=list)
+    state_model: str | None = None
     initial_state: dict[str, Any] | None = None
     sandbox: bool | None = None
     """Keep the sandbox phone's apps too (default: only when no apps are given)."""
     concurrent: bool = False
     """Whether the world's calls may run at the same time (a tool's own ``concurrent`` overrides)."""
+
+    @field_validator("apps", "state_model")
+    @classmethod
+    def _refs(cls, value: Any) -> Any:
+        for ref in value if isinstance(value, list) else [value] if value is not None else []:
+            if not _REF.fullmatch(ref):
+                raise ValueError(f"{ref!r} is not a 'module:attr' reference (e.g. 'mypkg.notes:NotesApp')")
+        return value
 
     @model_validator(mode="after")
     def _something(self) -> WorldSpec:

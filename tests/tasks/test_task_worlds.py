@@ -201,6 +201,7 @@ GOOD_WORLD = {"apps": ["greenhouse.app:GreenhouseApp"], "state_model": "greenhou
         (GOOD_WORLD, {"tools": ["set_wifi"]}, "unknown tool 'set_wifi' in tools"),
         (GOOD_WORLD, {"initial_state": {"settings": {"wifi": False}}}, "initial_state patches the sandbox phone"),
         ({"apps": [], "sandbox": False}, {}, "a world without apps needs the sandbox"),
+        ({**GOOD_WORLD, "apps": ["greenhouse/app.py"]}, {}, "'greenhouse/app.py' is not a 'module:attr' reference"),
     ],
 )
 def test_a_bad_world_is_one_line_naming_the_culprit(tmp_path: Path, world: dict[str, Any], extra: dict[str, Any],
