@@ -18,7 +18,9 @@ same information, so the difference is the harness's lift:
   no gates. Sub-agents (``delegate``) are part of the action vocabulary in both modes.
 
 One planner instance serves the whole suite (loading a GGUF costs seconds); each task gets a
-fresh sandbox phone, its own exposed tools, its own memory store and its verifier.
+fresh world (the sandbox phone, or the one its file brings), its own exposed tools, its own
+memory store and its verifier. The session itself is :mod:`pocketpilot.task_session`, which
+``pocketpilot run --task`` uses without this module.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from .harness.observer import RunObserver
 from .memory import Embedder
 from .task_session import (
     PRIOR_BUDGET,
-    RECALL_K,
     HarnessKit,
     Mode,
     device_clock,
@@ -65,7 +66,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-_ = RECALL_K  # re-exported: part of this module's namespace before the session moved out
 
 BENCH_SCHEMA = "pocketpilot.bench/1"
 """Version tag of the bench JSON; bump it when fields change meaning."""

@@ -17,6 +17,22 @@ Example (YAML)::
     oracle:
       - {call: set_wifi, args: {enabled: false}}
       - {finish: Wi-Fi is off.}
+
+A task on a world of its own (see :class:`WorldSpec` and :mod:`pocketpilot.tasks.world`)::
+
+    world:
+      apps: ["mypkg.notes:NotesApp", "mypkg.tools:lookup_weather"]
+      state_model: "mypkg.state:AppState"
+      initial_state: {notes: []}
+    criteria:
+      - {kind: state, path: notes, contains: {title: milk}, created: true}
+      - {kind: state, path: notes.0.priority, in: [high, urgent]}
+      - {kind: state, path: volume, between: [20, 40]}
+      - {kind: last_call, tool: power_off}            # nothing state-changing after power_off
+      - {kind: count, tool: create_note, at_least: 1, at_most: 1}
+      - {kind: no_error, code: not_found}
+      - {kind: delegated, used: [send_sms], not_used: [delete_note]}
+      - {kind: delegation_order, before: {used: [create_note]}, after: {used: [send_sms]}}
 """
 
 from __future__ import annotations

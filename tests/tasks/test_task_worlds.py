@@ -19,7 +19,6 @@ from pocketpilot.tasks import (
     exposed_tools,
     load_suite,
     load_task,
-    oracle_actions,
     parse_task,
     prepare,
     run_actions,
@@ -158,6 +157,14 @@ def test_two_members_may_not_share_a_state_field_or_a_tool() -> None:
 
     with pytest.raises(WorldError, match="tool 'power_off' is offered by both"):
         TaskWorld([SandboxWorld(), ModelWorld(None, [Power])])
+
+
+def test_a_world_declares_whether_its_calls_may_run_concurrently() -> None:
+    serial = prepare(TASKS["gh-cool-then-shutdown"]).world.members[0]
+    assert serial.registry().concurrent is False
+    parallel = _task("gh-cool-then-shutdown", world={**TASKS["gh-cool-then-shutdown"].world.model_dump(exclude_unset=True),
+                                                    "concurrent": True})
+    assert prepare(parallel).world.members[0].registry().concurrent is True
 
 
 def test_a_factory_must_return_tools() -> None:
