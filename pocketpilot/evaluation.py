@@ -25,7 +25,6 @@ memory store and its verifier. The session itself is :mod:`pocketpilot.task_sess
 
 from __future__ import annotations
 
-import logging
 import statistics
 import time
 from collections import defaultdict
@@ -65,7 +64,6 @@ __all__ = [
     "run_task",
 ]
 
-logger = logging.getLogger(__name__)
 
 BENCH_SCHEMA = "pocketpilot.bench/1"
 """Version tag of the bench JSON; bump it when fields change meaning."""
