@@ -12,8 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from pocketpilot.contracts import Delegate, Finish, Step, ToolSpec
 from pocketpilot.executor.sandbox import default_state
 from pocketpilot.tasks import check_criterion
-from pocketpilot.tasks.audit import vacuous_criteria
-from pocketpilot.tasks.spec import Criterion, TaskSpec
+from pocketpilot.tasks.spec import Criterion
 
 CRITERION: TypeAdapter[Criterion] = TypeAdapter(Criterion)
 STATE = default_state()
@@ -199,34 +198,3 @@ def test_the_order_between_delegations() -> None:
     assert check(by_tools, save_then_text).passed and not check(by_tools, text_then_save).passed
     only_one = check(order, _delegations((SAVE, [good("create_note"), Finish(summary="saved")])))
     assert not only_one.passed and only_one.detail.startswith("no delegation(note_id=")
-
-
-# ---------------------------------------------------------------- the audit knows the new kinds
-
-
-def _wifi_task(*criteria: dict[str, Any]) -> TaskSpec:
-    return TaskSpec.model_validate({
-        "id": "audit-kinds", "goal": "Turn the wifi off.", "capability": "single_tool", "split": "dev",
-        "tools": ["settings", "power"], "criteria": list(criteria),
-        "oracle": [{"call": "set_wifi", "args": {"enabled": False}}, {"finish": "off"}]})
-
-
-def test_the_audit_flags_a_range_true_at_the_start_but_not_guards() -> None:
-    start = default_state().settings.brightness
-    loose = {"kind": "state", "path": "settings.brightness", "between": [start - 1, start + 1]}
-    assert vacuous_criteria(_wifi_task(loose)) == [f"state settings.brightness between {start - 1} and {start + 1}"]
-    assert vacuous_criteria(_wifi_task(loose | {"already_true": True})) == []
-    guards = [{"kind": "count", "tool": "set_wifi", "at_most": 1}, {"kind": "no_error", "code": "device_off"},
-              {"kind": "no_call", "tool": "power_off"}]
-    assert vacuous_criteria(_wifi_task(*guards)) == []
-    positive = [{"kind": "count", "tool": "set_wifi", "at_least": 1}, {"kind": "last_call", "tool": "set_wifi"}]
-    assert vacuous_criteria(_wifi_task(*positive)) == []
-
-
-async def test_a_repeated_call_breaks_an_at_most_bound_in_the_audit() -> None:
-    from pocketpilot.tasks.audit import audit_task
-
-    report = await audit_task(_wifi_task({"kind": "count", "tool": "set_wifi", "at_least": 1, "at_most": 1}))
-    assert "step 0 repeated at the end" not in report.surviving and report.ok
-    loose = await audit_task(_wifi_task({"kind": "count", "tool": "set_wifi", "at_least": 1}))
-    assert "step 0 repeated at the end" in loose.surviving
