@@ -239,7 +239,8 @@ class LastCallCriterion(CallPattern, _Criterion):
     State-changing is read from each tool's declared spec (not ``read_only``), never from its
     name: "nothing after ``power_off``" is ``{kind: last_call, tool: power_off}``. Every attempt
     counts, failed ones included (an attempt after the end is what the check is for); ``ok``
-    True also requires that last call to have succeeded.
+    True also requires that last call to have succeeded. Calls of one parallel batch are
+    simultaneous, so a batch holding two state-changing calls has no last one.
     """
 
     kind: Literal["last_call"] = "last_call"

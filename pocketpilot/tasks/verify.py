@@ -347,6 +347,10 @@ def _last_call(c: LastCallCriterion, episode: Episode, specs: Mapping[str, ToolS
     if not changing:
         return CriterionResult(name=name, passed=False, detail="no state-changing call")
     pos, call, res = changing[-1]
+    together = [other.name for p, other, _ in changing[:-1] if p == pos]
+    if together:  # calls of one parallel batch are simultaneous: none of them came last
+        return CriterionResult(name=name, passed=False, detail=f"{call.name} ran in one parallel batch with "
+                                                              f"{', '.join(together)} at {_where(pos)}")
     ok = _call_matches(call, c) and (not c.ok or (res is not None and res.ok))
     what = f"{call.name}({_short(call.arguments, 60)}) at {_where(pos)} -> {_outcome(res)}"
     return CriterionResult(name=name, passed=ok, detail=f"last state-changing call: {what}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _task_episodes import bad, good, make_episode
+from _task_episodes import bad, calls, good, make_episode
 from pydantic import TypeAdapter, ValidationError
 
 from pocketpilot.contracts import Delegate, Finish, Step, ToolSpec
@@ -45,6 +45,17 @@ def test_nothing_state_changing_after_power_off() -> None:
     failed_off = make_episode(bad("power_off", code="denied"), Finish(summary="ok"))
     assert not check(last, failed_off).passed
     assert check(last | {"ok": False}, failed_off).passed
+
+
+def test_a_parallel_batch_has_no_last_call() -> None:
+    from pocketpilot.contracts import ToolResult
+
+    ok = ToolResult.success(None)
+    together = make_episode(calls(("create_note", {}, ok), ("power_off", {}, ok)), Finish(summary="ok"))
+    result = check({"kind": "last_call", "tool": "power_off"}, together)
+    assert not result.passed and "one parallel batch with create_note" in result.detail
+    with_a_read = make_episode(calls(("get_settings", {}, ok), ("power_off", {}, ok)), Finish(summary="ok"))
+    assert check({"kind": "last_call", "tool": "power_off"}, with_a_read).passed
 
 
 def test_state_changing_is_read_from_the_declared_spec_not_the_name() -> None:
