@@ -6,6 +6,7 @@ The tree (one root, typed subclasses; a builtin base where the meaning matches):
     ├── UsageError (ValueError)            misuse of the API or CLI by the caller
     ├── ContractError (ValueError)         data that does not fit the contract
     │   └── TaskSpecError                  an invalid task file
+    │       └── WorldError                 a task's world that does not build (import, state, tools)
     ├── ModelStoreError                    provisioning GGUF planners
     │   ├── UnknownModelError (KeyError)
     │   ├── ModelIntegrityError            sha256 mismatch, truncated or corrupt file
@@ -58,6 +59,7 @@ __all__ = [
     "UnknownDeviceError",
     "UnknownModelError",
     "UsageError",
+    "WorldError",
 ]
 
 
@@ -79,6 +81,11 @@ class TaskSpecError(ContractError):
     def __init__(self, source: str, reason: str) -> None:
         super().__init__(f"invalid task {source}: {reason}")
         self.source, self.reason = source, reason
+
+
+class WorldError(TaskSpecError):
+    """A task's world does not build: a module that does not import, a state model that rejects
+    the initial state, a tool whose declared semantics do not fit its signature."""
 
 
 class ModelStoreError(PocketPilotError):
