@@ -52,6 +52,7 @@ __all__ = [
     "TaskOutcome",
     "load_harness_kit",
     "device_clock",
+    "harness_runtime",
     "recall_guidance",
     "run_comparison",
     "run_suite",
@@ -349,6 +350,15 @@ def device_clock(now: datetime) -> str:
     return f"On the device it is now {now.strftime('%A %Y-%m-%d %H:%M')} (tomorrow is {(now + timedelta(days=1)).date()})."
 
 
+def harness_runtime(config: HarnessConfig) -> HarnessConfig:
+    """``config`` with the harness mode's runtime guards on (bare mode keeps the plain loop).
+
+    One place, so every suite run in harness mode (the bundled tasks, an outside suite) means
+    the same guards.
+    """
+    return dataclasses.replace(config, loop_guard=True, recovery_hints=True, sequence_holds=True, scope_guard=True)
+
+
 async def run_task(
     task: TaskSpec,
     planner: Planner,
@@ -387,8 +397,7 @@ async def run_task(
     try:
         if run.memory is not None:
             memory = run.memory
-            cfg = dataclasses.replace(cfg, loop_guard=True, recovery_hints=True, sequence_holds=True,
-                                      scope_guard=True)  # harness runtime
+            cfg = harness_runtime(cfg)
             hits = await memory.session.search(task.goal, k=RECALL_K) if task.memory else []
             kw = kit.session_kwargs(
                 [t.name for t in run.executor.tools()],
