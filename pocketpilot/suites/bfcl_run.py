@@ -28,16 +28,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..contracts import CriterionResult, Episode, Finish, ToolCallAction, Verdict
 from ..evaluation import HarnessKit, Mode, harness_runtime, load_harness_kit
-from ..harness import AllowAll, ConfirmationPolicy, HarnessConfig, Planner, Session
+from ..evaluation import PRIOR_BUDGET
+from ..harness import AllowAll, ConfirmationPolicy, ContextBudget, HarnessConfig, Planner, Session
 from ..harness.base import ChatMessage
 from .bfcl import BfclSuite, BfclTask, TurnCheck, TurnJudge
 
-__all__ = ["BfclOutcome", "carried_turn", "model_calls", "oracle_actions", "run_bfcl_task"]
+__all__ = ["BFCL_BUDGET", "BfclOutcome", "carried_turn", "fit_prior", "model_calls", "oracle_actions", "run_bfcl_task"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TURN_STEPS = 10
 """Planner steps per user turn (BFCL itself stops a turn after 20 model steps)."""
+BFCL_BUDGET = ContextBudget(tools=5000, history=2500)
+"""BFCL's function docs are long and shown verbatim (two classes reach ~2,600 tokens of tools
+at four characters a token), above the phone suite's tools budget."""
 
 
 class BfclOutcome(BaseModel):
@@ -93,6 +97,29 @@ def carried_turn(request: str, episode: Episode) -> list[ChatMessage]:
     return messages
 
 
+def fit_prior(turns: Sequence[Sequence[ChatMessage]], count_tokens: Callable[[str], int],
+              budget: int) -> list[ChatMessage]:
+    """Earlier turns, newest kept first, whole, within ``budget`` tokens; oldest dropped first.
+
+    A turn that does not fit whole keeps its request and final answer (first and last
+    message) if those fit: what was asked and concluded outlives the raw results.
+    """
+    kept: list[list[ChatMessage]] = []
+    used = 0
+    for turn in reversed(turns):
+        cost = sum(count_tokens(m.content) for m in turn)
+        if used + cost > budget:
+            short = [turn[0], turn[-1]] if len(turn) > 1 else list(turn)
+            cost = sum(count_tokens(m.content) for m in short)
+            if used + cost > budget:
+                break
+            kept.append(short)
+        else:
+            kept.append(list(turn))
+        used += cost
+    return [m for turn in reversed(kept) for m in turn]
+
+
 def oracle_actions(suite: BfclSuite, task: BfclTask) -> list[Any]:
     """The ground truth as planner actions: each turn's calls one per step, then a finish."""
     world = suite.world(task)  # only to name positional arguments from the methods' signatures
@@ -122,6 +149,7 @@ async def run_bfcl_task(
     trace_dir: Path | None = None,
     confirm: ConfirmationPolicy | None = None,
     stop_at_first_failure: bool = True,
+    prior_budget: int = PRIOR_BUDGET,
     on_turn: Callable[[int, TurnCheck], None] | None = None,
 ) -> BfclOutcome:
     """Run every turn of ``task`` in ``mode`` on one fresh world and judge each with BFCL's checker.
@@ -137,20 +165,21 @@ async def run_bfcl_task(
         trace_dir: Where each turn's trace goes (one file per turn, ``task_id`` ``<id>#<turn>``).
         confirm: Who approves calls needing confirmation; default allow all (the world is
             disposable and BFCL judges those calls itself).
+        prior_budget: Tokens of earlier turns carried into a turn (see :func:`fit_prior`).
         stop_at_first_failure: A failed turn fails the task in BFCL, so later turns cannot
             change the outcome; stopping saves their planner time.
         on_turn: Called with each turn's check as it is made.
     """
     t0 = time.monotonic()
     confirm = confirm or AllowAll()
-    cfg = config or HarnessConfig(max_steps=DEFAULT_TURN_STEPS)
+    cfg = config or HarnessConfig(max_steps=DEFAULT_TURN_STEPS, budget=BFCL_BUDGET)
     if mode == "harness":
         cfg = harness_runtime(cfg)
         kit = kit if kit is not None else load_harness_kit()
     world = suite.world(task)
     judge = TurnJudge(suite, task, world)
     exposed = world.registry.names()
-    prior: list[ChatMessage] = []
+    earlier: list[list[ChatMessage]] = []
     checks: list[TurnCheck] = []
     stops: list[str | None] = []
     traces: list[str] = []
@@ -162,7 +191,8 @@ async def run_bfcl_task(
 
         common: dict[str, Any] = {
             "config": cfg, "confirm": confirm, "verifier": verifier, "trace_dir": trace_dir,
-            "task_id": f"{task.id}#{turn}", "prior": list(prior),
+            "task_id": f"{task.id}#{turn}",
+            "prior": fit_prior(earlier, planner.count_tokens, prior_budget),
         }
         if mode == "harness":
             assert kit is not None
@@ -190,7 +220,7 @@ async def run_bfcl_task(
             on_turn(turn, check)
         if not check.valid and stop_at_first_failure:
             break
-        prior.extend(carried_turn(request, episode))
+        earlier.append(carried_turn(request, episode))
     success = error is None and len(checks) == len(task.turns) and all(c.valid for c in checks)
     return BfclOutcome(
         task_id=task.id, mode=mode, success=success, turns=len(task.turns), turns_run=len(checks),
