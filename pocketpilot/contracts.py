@@ -20,6 +20,7 @@ __all__ = [
     "CONFIRM_EFFECTS",
     "Action",
     "AskUser",
+    "ChatMessage",
     "CriterionResult",
     "Delegate",
     "Effect",
@@ -559,7 +560,29 @@ class Episode(_Contract):
         }
 
 
+
+class ChatMessage(BaseModel):
+    """One message of the assembled context (OpenAI-style roles).
+
+    A contract, not a harness detail: tasks seed earlier conversation with it, planners read
+    it, and the trace's preamble records it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    section: str = "history"
+    """Which budgeted section of the context the message belongs to."""
+    step: Step | None = Field(default=None, exclude=True)
+    """On the two history messages of a step (its action, its feedback): the recorded step, so
+    a backend with a structured chat format (OpenAI ``tool_calls``) can rebuild the turn from
+    the parsed action and the per-call results. Excluded from dumps: context digests and
+    text-only prompts see role and content alone."""
+
+
 Step.model_rebuild()
+ChatMessage.model_rebuild()
 
 
 def digest(obj: Any) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..contracts import ToolCall, ToolEffect, ToolResult, ToolSpec
 from ..errors import UsageError
-from ..harness.base import Executor
+from .base import Executor
 from .effects import ClassifiesEffects
 
 __all__ = ["CompositeExecutor"]

@@ -33,6 +33,7 @@ from ..contracts import (
     ToolSpec,
 )
 from ..errors import ContractError, PlannerOutputError
+from ..grammar_schema import grammar_friendly
 
 __all__ = ["action_json_schema", "parse_action"]
 
@@ -45,40 +46,7 @@ _MODELS = {
     "refuse": Refuse,
     "finish": Finish,
 }
-_STRIP_KEYS = {"title", "default"}
-_MAX_GRAMMAR_LENGTH = 64
-
-
-# llama.cpp's schema converter copies regex class escapes into GBNF literals, whose parser
-# rejects them at sampling time ("unknown escape"); spell them as character classes.
-_CLASS_ESCAPES = {r"\d": "[0-9]", r"\w": "[A-Za-z0-9_]", r"\s": "[ \t]"}
-
-
-def _gbnf_pattern(pattern: str) -> str:
-    for escape, cls in _CLASS_ESCAPES.items():
-        pattern = pattern.replace(escape, cls)
-    return pattern
-
-
-def _strip(node: Any) -> Any:
-    """Drop annotation keys (titles, defaults) that only cost grammar size; keep property names.
-
-    Also rewrites ``pattern`` escapes into a form llama.cpp's grammar parser accepts."""
-    if isinstance(node, dict):
-        out = {k: _strip(v) for k, v in node.items() if k not in _STRIP_KEYS or isinstance(v, dict)}
-        if isinstance(out.get("pattern"), str):
-            out["pattern"] = _gbnf_pattern(out["pattern"])
-        # A length bound becomes one nested optional per character in GBNF: long bounds blow
-        # the grammar up past what llama.cpp accepts. Validation after decoding still applies
-        # them, and max_tokens bounds the output anyway.
-        if isinstance(out.get("maxLength"), int) and out["maxLength"] > _MAX_GRAMMAR_LENGTH:
-            del out["maxLength"]
-        if isinstance(out.get("minLength"), int) and out["minLength"] > 1:
-            out["minLength"] = 1
-        return out
-    if isinstance(node, list):
-        return [_strip(v) for v in node]
-    return node
+_strip = grammar_friendly
 
 
 def _hoist_defs(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Hard preconditions on tool calls: the runtime half of a skill's ``preconditions``.
 
-Each gate implements the harness :class:`~pocketpilot.harness.base.ToolGate` protocol: it sees
+Each gate implements the harness :class:`~pocketpilot.skills.base.ToolGate` protocol: it sees
 the call about to run, the whole batch it belongs to, and the completed steps, and returns
 ``None`` or a message telling the planner what is missing. Two rules hold for every gate:
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
-from ..harness.base import ToolGate
+from .base import ToolGate
 from .errors import SkillError, UnknownSkillError
 from .gates import PreconditionGate
 from .skill import LoadedSkill, Skill, read_skill

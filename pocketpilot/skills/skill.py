@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..harness.base import ToolGate
+from .base import ToolGate
 from .errors import SkillError
 from .gates import PreconditionGate
 from .preconditions import Precondition, normalize_precondition

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from ..harness.base import ChatMessage
+from ..contracts import ChatMessage
 from ..memory import (
     AccessPolicy,
     Caller,

@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ...contracts import digest
 from ...errors import ExecutorError
-from ...harness.action_schema import _strip as grammar_friendly  # same GBNF-safe rewrite as the planner's
+from ...grammar_schema import grammar_friendly  # the same GBNF-safe rewrite as the planner's
 
 __all__ = ["LlamaCppResponseModel", "ResponseModel", "SimulationBackendError"]
 

@@ -1,0 +1,44 @@
+"""The memory protocols a session depends on; :class:`~pocketpilot.memory.MemorySession` implements them.
+
+They live with memory, not the harness, so other stores (an app's own, a remote one) plug in
+by implementing these and import nothing from the loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from ..contracts import Episode, RetrievedMemory
+
+__all__ = ["DescribesRetrieval", "MemoryStore"]
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """What the harness needs from memory: search, write a candidate, capture an episode."""
+
+    async def search(
+        self, query: str, *, tier: str | None = None, k: int = 5
+    ) -> list[RetrievedMemory]:
+        """Hybrid retrieval for the session's caller; results are evidence only."""
+        ...
+
+    async def write(
+        self, content: str, *, tier: str, category: str | None, provenance: dict[str, Any]
+    ) -> str:
+        """Capture a candidate from the planner; returns its id."""
+        ...
+
+    async def capture_episode(self, episode: Episode) -> list[str]:
+        """Capture a finished episode into episodic memory; returns the new ids."""
+        ...
+
+
+@runtime_checkable
+class DescribesRetrieval(Protocol):
+    """A memory that can say how it retrieves, for the trace header (hybrid or keyword-only)."""
+
+    @property
+    def retrieval(self) -> str:
+        """``hybrid (<embedder name>)`` or ``keyword-only``."""
+        ...
