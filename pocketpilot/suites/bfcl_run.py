@@ -26,11 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contracts import CriterionResult, Episode, Finish, ToolCallAction, Verdict
-from ..evaluation import HarnessKit, Mode, harness_runtime, load_harness_kit
-from ..evaluation import PRIOR_BUDGET
+from ..contracts import ChatMessage, CriterionResult, Episode, Finish, ToolCallAction, Verdict
+from ..evaluation import PRIOR_BUDGET, HarnessKit, Mode, harness_runtime, load_harness_kit
 from ..harness import AllowAll, ConfirmationPolicy, ContextBudget, HarnessConfig, Planner, Session
-from ..harness.base import ChatMessage
 from .bfcl import BfclSuite, BfclTask, TurnCheck, TurnJudge
 
 __all__ = ["BFCL_BUDGET", "BfclOutcome", "carried_turn", "fit_prior", "model_calls", "oracle_actions", "run_bfcl_task"]
