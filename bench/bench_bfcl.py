@@ -59,34 +59,56 @@ def summary(outcomes: Sequence[BfclOutcome]) -> dict[str, Any]:
         "tasks": len(outcomes),
         "passed": sum(o.success for o in outcomes),
         "pass_rate": sum(o.success for o in outcomes) / len(outcomes),
-        "turns_passed_rate": sum(sum(c.valid for c in o.checks) for o in outcomes) / sum(o.turns for o in outcomes),
+        "turns_passed_rate": sum(sum(c.valid for c in o.checks) for o in outcomes)
+        / sum(o.turns for o in outcomes),
         "median_wall_s": statistics.median(o.wall_s for o in outcomes),
         "median_steps": statistics.median(o.steps for o in outcomes),
         "errors": sum(o.error is not None for o in outcomes),
     }
 
 
-def load_done(out: Path | None) -> dict[str, dict[str, BfclOutcome]]:
-    """Outcomes already in ``out``, by mode and task id (empty if none)."""
+def load_done(
+    out: Path | None, planner_info: dict[str, Any] | None = None
+) -> dict[str, dict[str, BfclOutcome]]:
+    """Outcomes already in ``out``, by mode and task id (empty if none).
+
+    A report of another planner is refused: resuming into it would mix two models' outcomes.
+    """
     if out is None or not out.exists():
         return {}
     data = json.loads(out.read_text())
     if data.get("schema") != SCHEMA:
         raise SystemExit(f"{out} is not a {SCHEMA} report; choose another --out")
-    return {mode: {o["task_id"]: BfclOutcome.model_validate(o) for o in run["outcomes"]}
-            for mode, run in data.get("runs", {}).items()}
+    saved = (data.get("planner") or {}).get("model")
+    if planner_info and saved not in (None, planner_info.get("model")):
+        raise SystemExit(f"{out} holds runs of {saved}, not {planner_info.get('model')}")
+    return {
+        mode: {o["task_id"]: BfclOutcome.model_validate(o) for o in run["outcomes"]}
+        for mode, run in data.get("runs", {}).items()
+    }
 
 
-def report(suite: BfclSuite, tasks: Sequence[BfclTask], done: dict[str, dict[str, BfclOutcome]],
-           planner: dict[str, Any], kit: dict[str, Any] | None) -> dict[str, Any]:
+def report(
+    suite: BfclSuite,
+    tasks: Sequence[BfclTask],
+    done: dict[str, dict[str, BfclOutcome]],
+    planner: dict[str, Any],
+    kit: dict[str, Any] | None,
+) -> dict[str, Any]:
     """The saved form: per-mode summaries and outcomes (in task order), and the lift."""
     order = {t.id: i for i, t in enumerate(tasks)}
     runs = {}
     for mode, by_id in done.items():
         outcomes = sorted(by_id.values(), key=lambda o: order.get(o.task_id, len(order)))
         runs[mode] = {"summary": summary(outcomes), "outcomes": [o.model_dump(mode="json") for o in outcomes]}
-    out: dict[str, Any] = {"schema": SCHEMA, "suite": {"wheel": suite.wheel.path.name, "category": "multi_turn_base"},
-                           "planner": planner, "kit": kit, "task_ids": [t.id for t in tasks], "runs": runs}
+    out: dict[str, Any] = {
+        "schema": SCHEMA,
+        "suite": {"wheel": suite.wheel.path.name, "category": "multi_turn_base"},
+        "planner": planner,
+        "kit": kit,
+        "task_ids": [t.id for t in tasks],
+        "runs": runs,
+    }
     if "bare" in done and "harness" in done:
         both = sorted(set(done["bare"]) & set(done["harness"]))
         if both:
@@ -120,12 +142,11 @@ async def run_modes(
     planner_info: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Every task in every mode, interleaved task by task; (task, mode) pairs already in ``out`` are skipped."""
-    done = load_done(out)
-    if done and out is not None and planner_info:
-        saved = json.loads(out.read_text()).get("planner") or {}
-        if saved.get("model") not in (None, planner_info.get("model")):
-            raise SystemExit(f"{out} holds runs of {saved.get('model')}, not {planner_info.get('model')}")
+    """Every task in every mode, interleaved task by task.
+
+    (task, mode) pairs already in ``out`` are skipped: the full run is long and gets interrupted.
+    """
+    done = load_done(out, planner_info)
     for mode in modes:
         done.setdefault(mode, {})
     describe = kit.describe() if kit is not None and "harness" in modes else None
@@ -134,14 +155,24 @@ async def run_modes(
             if task.id in done[mode]:
                 continue
             sub = trace_dir / mode if trace_dir is not None else None
-            outcome = await run_bfcl_task(suite, task, planner_for(task, mode), mode=mode,  # type: ignore[arg-type]
-                                          kit=kit, config=config, trace_dir=sub,
-                                          stop_at_first_failure=stop_at_first_failure)
+            outcome = await run_bfcl_task(
+                suite,
+                task,
+                planner_for(task, mode),
+                mode=mode,  # type: ignore[arg-type]
+                kit=kit,
+                config=config,
+                trace_dir=sub,
+                stop_at_first_failure=stop_at_first_failure,
+            )
             done[mode][task.id] = outcome
             bad = outcome.failed_check
             why = "" if outcome.success else f" ({outcome.error or (bad.error_type if bad else 'stopped')})"
-            log(f"[{i + 1}/{len(tasks)}] {mode:<7} {task.id}: {'PASS' if outcome.success else 'fail'}"
-                f" {outcome.turns_run}/{outcome.turns} turns, {outcome.steps} steps, {outcome.wall_s:.1f}s{why}")
+            log(
+                f"[{i + 1}/{len(tasks)}] {mode:<7} {task.id}: {'PASS' if outcome.success else 'fail'}"
+                f" {outcome.turns_run}/{outcome.turns} turns, {outcome.steps} steps,"
+                f" {outcome.wall_s:.1f}s{why}"
+            )
             _save(out, report(suite, tasks, done, planner_info or {}, describe))
     return report(suite, tasks, done, planner_info or {}, describe)
 
@@ -152,11 +183,16 @@ def print_summary(data: dict[str, Any], label: dict[str, str] | None = None) -> 
         s = run["summary"]
         if not s.get("tasks"):
             continue
-        print(f"{(label or {}).get(mode, mode):<22} {s['passed']}/{s['tasks']} = {100 * s['pass_rate']:.1f}% tasks, "
-              f"{100 * s['turns_passed_rate']:.1f}% turns passed; median {s['median_wall_s']:.2f}s, "
-              f"{s['median_steps']} steps per task; {s['errors']} errors")
+        print(
+            f"{(label or {}).get(mode, mode):<22} {s['passed']}/{s['tasks']} = "
+            f"{100 * s['pass_rate']:.1f}% tasks, "
+            f"{100 * s['turns_passed_rate']:.1f}% turns passed; median {s['median_wall_s']:.2f}s, "
+            f"{s['median_steps']} steps per task; {s['errors']} errors"
+        )
     if "lift_points" in data:
-        print(f"lift (harness - bare, {data['paired_tasks']} paired tasks): {data['lift_points']:+.1f} points")
+        print(
+            f"lift (harness - bare, {data['paired_tasks']} paired tasks): {data['lift_points']:+.1f} points"
+        )
 
 
 def _oracle(suite: BfclSuite) -> PlannerFor:
@@ -167,30 +203,44 @@ def _do_nothing(task: BfclTask, mode: str) -> Planner:
     return ScriptedPlanner([Finish(summary="done")] * len(task.turns), name="do-nothing")
 
 
-async def validate(suite: BfclSuite, tasks: Sequence[BfclTask], *, harness: bool, out: Path | None) -> dict[str, Any]:
+async def validate(
+    suite: BfclSuite, tasks: Sequence[BfclTask], *, harness: bool, out: Path | None
+) -> dict[str, Any]:
     """Ground-truth replay (bare, and harness if asked) and the do-nothing control, without a model."""
     quiet: Callable[[str], None] = lambda line: None  # noqa: E731
     t0 = time.monotonic()
-    replay = await run_modes(suite, tasks, _oracle(suite), modes=["bare"], stop_at_first_failure=False, log=quiet)
+    replay = await run_modes(
+        suite, tasks, _oracle(suite), modes=["bare"], stop_at_first_failure=False, log=quiet
+    )
     control = await run_modes(suite, tasks, _do_nothing, modes=["bare"], log=quiet)
-    result: dict[str, Any] = {"schema": SCHEMA + "#validate", "wheel": suite.wheel.path.name,
-                              "replay": replay["runs"]["bare"], "do_nothing": control["runs"]["bare"]}
+    result: dict[str, Any] = {
+        "schema": SCHEMA + "#validate",
+        "wheel": suite.wheel.path.name,
+        "replay": replay["runs"]["bare"],
+        "do_nothing": control["runs"]["bare"],
+    }
     if harness:
         kit = load_harness_kit()
-        h = await run_modes(suite, tasks, _oracle(suite), modes=["harness"], kit=kit, stop_at_first_failure=False,
-                            log=quiet)
+        h = await run_modes(
+            suite, tasks, _oracle(suite), modes=["harness"], kit=kit, stop_at_first_failure=False, log=quiet
+        )
         result["replay_harness"] = h["runs"]["harness"]
     result["wall_s"] = time.monotonic() - t0
-    for key, label in (("replay", "replay (bare)"), ("replay_harness", "replay (harness mode)"),
-                       ("do_nothing", "do-nothing control")):
+    for key, label in (
+        ("replay", "replay (bare)"),
+        ("replay_harness", "replay (harness mode)"),
+        ("do_nothing", "do-nothing control"),
+    ):
         if key in result:
             s = result[key]["summary"]
             print(f"{label:<22} {s['passed']}/{s['tasks']} = {100 * s['pass_rate']:.1f}%")
             for o in result[key]["outcomes"]:
                 if not o["success"] and key != "do_nothing":
                     bad = next((c for c in o["checks"] if not c["valid"]), None)
-                    print(f"  {o['task_id']}: {o['error'] or (bad and bad['error_type'])}: "
-                          f"{(bad and (bad['details'] or bad['error_message']) or '')[:160]}")
+                    print(
+                        f"  {o['task_id']}: {o['error'] or (bad and bad['error_type'])}: "
+                        f"{(bad and (bad['details'] or bad['error_message']) or '')[:160]}"
+                    )
     print(f"({result['wall_s']:.1f}s)")
     _save(out, result)
     return result
@@ -202,8 +252,14 @@ def _llama_planner(model: str, threads: int | None, n_ctx: int, max_tokens: int)
     from pocketpilot.model_store import ModelStore
 
     path, entry = ModelStore().resolve(model)
-    return LlamaCppPlanner(path, sampler=SamplerSettings(max_tokens=max_tokens), n_ctx=n_ctx, n_threads=threads,
-                           sha256=entry.sha256 if entry else None, quant_type=entry.quant_type if entry else None)
+    return LlamaCppPlanner(
+        path,
+        sampler=SamplerSettings(max_tokens=max_tokens),
+        n_ctx=n_ctx,
+        n_threads=threads,
+        sha256=entry.sha256 if entry else None,
+        quant_type=entry.quant_type if entry else None,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -252,10 +308,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     async def go() -> dict[str, Any]:
         await planner.load()  # before the report's header: the model's sha256 and quantization
         try:
-            return await run_modes(suite, tasks, lambda task, mode: planner, modes=modes, out=out,
-                                   trace_dir=args.trace_dir, kit=kit, config=config,
-                                   stop_at_first_failure=not args.all_turns,
-                                   planner_info=planner.info.model_dump(mode="json"))
+            return await run_modes(
+                suite,
+                tasks,
+                lambda task, mode: planner,
+                modes=modes,
+                out=out,
+                trace_dir=args.trace_dir,
+                kit=kit,
+                config=config,
+                stop_at_first_failure=not args.all_turns,
+                planner_info=planner.info.model_dump(mode="json"),
+            )
         finally:
             await planner.aclose()
 

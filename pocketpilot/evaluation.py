@@ -356,7 +356,8 @@ def harness_runtime(config: HarnessConfig) -> HarnessConfig:
     One place, so every suite run in harness mode (the bundled tasks, an outside suite) means
     the same guards.
     """
-    return dataclasses.replace(config, loop_guard=True, recovery_hints=True, sequence_holds=True, scope_guard=True)
+    return dataclasses.replace(config, loop_guard=True, recovery_hints=True, sequence_holds=True,
+                               scope_guard=True)
 
 
 async def run_task(

@@ -70,9 +70,19 @@ _CONFIG = "bfcl_eval.constants.executable_backend_config"
 _CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
 
 _TYPES = {
-    "integer": "integer", "number": "number", "float": "number", "double": "number", "string": "string",
-    "boolean": "boolean", "bool": "boolean", "array": "array", "list": "array", "tuple": "array",
-    "dict": "object", "object": "object", "any": "string",
+    "integer": "integer",
+    "number": "number",
+    "float": "number",
+    "double": "number",
+    "string": "string",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "array": "array",
+    "list": "array",
+    "tuple": "array",
+    "dict": "object",
+    "object": "object",
+    "any": "string",
 }
 """BFCL's type names to JSON schema's: the subset of its ``GORILLA_TO_OPENAPI`` map the
 multi-turn docs use (``any`` becomes ``string`` there too)."""
@@ -163,7 +173,10 @@ def to_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def bfcl_result_text(value: Any) -> str:
-    """An execution result as BFCL's ``execute_multi_turn_func_call`` records it (the response check compares these)."""
+    """An execution result as BFCL's ``execute_multi_turn_func_call`` records it.
+
+    BFCL's response check compares these strings, so they must match its rendering exactly.
+    """
     if type(value) is str:
         return value
     if type(value) is dict:
@@ -242,7 +255,7 @@ class BfclSuite:
         with _importable(root):
             self._config = importlib.import_module(_CONFIG)
             self.checker = importlib.import_module(_CHECKER)
-            """BFCL's ``multi_turn_checker`` module (its ``state_checker`` and ``response_checker`` judge turns)."""
+            """BFCL's ``multi_turn_checker`` (its ``state_checker`` and ``response_checker`` judge turns)."""
         self.semantics = load_semantics()
 
     @classmethod
@@ -257,13 +270,25 @@ class BfclSuite:
         out = []
         for entry in self.wheel.jsonl(_TASKS):
             try:
-                turns = ["\n\n".join(m["content"] for m in turn if m.get("role") == "user") for turn in entry["question"]]
-                out.append(BfclTask(id=entry["id"], turns=turns, initial_config=entry.get("initial_config") or {},
-                                    involved_classes=entry["involved_classes"], ground_truth=answers[entry["id"]]))
+                turns = [
+                    "\n\n".join(m["content"] for m in turn if m.get("role") == "user")
+                    for turn in entry["question"]
+                ]
+                out.append(
+                    BfclTask(
+                        id=entry["id"],
+                        turns=turns,
+                        initial_config=entry.get("initial_config") or {},
+                        involved_classes=entry["involved_classes"],
+                        ground_truth=answers[entry["id"]],
+                    )
+                )
             except (KeyError, ValidationError) as exc:
                 raise SuiteDataError(f"{_TASKS}: entry {entry.get('id')!r}: {exc}") from exc
             if len(out[-1].ground_truth) != len(out[-1].turns):
-                raise SuiteDataError(f"{entry['id']}: {len(turns)} turns but {len(out[-1].ground_truth)} answer turns")
+                raise SuiteDataError(
+                    f"{entry['id']}: {len(turns)} turns but {len(out[-1].ground_truth)} answer turns"
+                )
         return out
 
     def select(self, ids: Sequence[str] | None = None, limit: int | None = None) -> list[BfclTask]:
@@ -286,8 +311,12 @@ class BfclSuite:
             if class_name not in self.classes_in_category:
                 continue
             out[class_name] = [
-                FunctionDoc(name=d["name"], class_name=class_name, description=d.get("description", ""),
-                            parameters=to_json_schema(d.get("parameters") or {"type": "dict", "properties": {}}))
+                FunctionDoc(
+                    name=d["name"],
+                    class_name=class_name,
+                    description=d.get("description", ""),
+                    parameters=to_json_schema(d.get("parameters") or {"type": "dict", "properties": {}}),
+                )
                 for d in self.wheel.jsonl(_DOCS + file_name)
             ]
         return out
@@ -330,7 +359,9 @@ class BfclWorld:
         for class_name in task.involved_classes:
             instance = suite.world_class(class_name)()
             if not suite.is_stateless(class_name):
-                instance._load_scenario(copy.deepcopy(task.initial_config.get(class_name, {})), long_context=False)
+                instance._load_scenario(
+                    copy.deepcopy(task.initial_config.get(class_name, {})), long_context=False
+                )
             self.instances[class_name] = instance
         self.results: list[str] = []
         self._methods: dict[str, Callable[..., Any]] = {}
@@ -346,9 +377,16 @@ class BfclWorld:
                 if semantics is None:
                     raise SuiteDataError(f"bfcl_semantics.json declares nothing for {class_name}.{doc.name}")
                 self._methods[doc.name] = method
-                tools.append(Tool.from_schema(doc.name, doc.parameters, self._handler(doc.name),
-                                              description=doc.description, classify=classify_result,
-                                              **semantics.tool_kwargs()))
+                tools.append(
+                    Tool.from_schema(
+                        doc.name,
+                        doc.parameters,
+                        self._handler(doc.name),
+                        description=doc.description,
+                        classify=classify_result,
+                        **semantics.tool_kwargs(),
+                    )
+                )
         self.registry = ToolRegistry(tools, concurrent=False)
 
     def _handler(self, name: str) -> Callable[..., Any]:
@@ -387,14 +425,20 @@ class BfclWorld:
         if method is None:
             raise SuiteDataError(f"{self.task.id}: ground truth calls unknown function {name!r}")
         if args:
-            params = [p for p in inspect.signature(method).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            kwargs = {**{p.name: a for p, a in zip(params, args)}, **kwargs}
+            params = [
+                p
+                for p in inspect.signature(method).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+            kwargs = {**{p.name: a for p, a in zip(params, args, strict=False)}, **kwargs}
         return ToolCall(name=name, arguments=json.loads(json.dumps(kwargs)))
 
 
 class TurnJudge:
-    """Runs the ground truth turn by turn on its own worlds and judges the model's worlds with BFCL's checker."""
+    """Judges the model's worlds against the ground truth's, turn by turn, with BFCL's checker.
+
+    The ground truth runs on worlds of its own, one turn at a time, as BFCL's evaluator runs it.
+    """
 
     def __init__(self, suite: BfclSuite, task: BfclTask, model: BfclWorld) -> None:
         self.suite = suite
@@ -409,15 +453,22 @@ class TurnJudge:
         if turn in self.checks:
             return self.checks[turn]
         if turn != self._ran:
-            raise SuiteDataError(f"{self.task.id}: turns are judged in order (asked {turn}, next {self._ran})")
+            raise SuiteDataError(
+                f"{self.task.id}: turns are judged in order (asked {turn}, next {self._ran})"
+            )
         truth_calls = self.task.ground_truth[turn]
         truth_results = [self.truth.execute(c) for c in truth_calls]
         self._ran += 1
         if not truth_calls:
             check = TurnCheck(turn=turn, checked=False, valid=True)
         elif model_calls == 0:
-            check = TurnCheck(turn=turn, checked=True, valid=False, error_type="multi_turn:empty_turn_model_response",
-                              error_message=f"Model response list is empty for turn {turn}")
+            check = TurnCheck(
+                turn=turn,
+                checked=True,
+                valid=False,
+                error_type="multi_turn:empty_turn_model_response",
+                error_message=f"Model response list is empty for turn {turn}",
+            )
         else:
             check = self._compare(turn, truth_results)
         self.checks[turn] = check
@@ -434,5 +485,11 @@ class TurnJudge:
 
     @staticmethod
     def _failed(turn: int, result: dict[str, Any], details: Any) -> TurnCheck:
-        return TurnCheck(turn=turn, checked=True, valid=False, error_type=result.get("error_type"),
-                         error_message=result.get("error_message"), details=repr(details)[:2000])
+        return TurnCheck(
+            turn=turn,
+            checked=True,
+            valid=False,
+            error_type=result.get("error_type"),
+            error_message=result.get("error_message"),
+            details=repr(details)[:2000],
+        )

@@ -31,15 +31,23 @@ from ..evaluation import PRIOR_BUDGET, HarnessKit, Mode, harness_runtime, load_h
 from ..harness import AllowAll, ConfirmationPolicy, ContextBudget, HarnessConfig, Planner, Session
 from .bfcl import BfclSuite, BfclTask, TurnCheck, TurnJudge
 
-__all__ = ["BFCL_BUDGET", "BfclOutcome", "carried_turn", "fit_prior", "model_calls", "oracle_actions", "run_bfcl_task"]
+__all__ = [
+    "BFCL_BUDGET",
+    "BfclOutcome",
+    "carried_turn",
+    "fit_prior",
+    "model_calls",
+    "oracle_actions",
+    "run_bfcl_task",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TURN_STEPS = 10
 """Planner steps per user turn (BFCL itself stops a turn after 20 model steps)."""
 BFCL_BUDGET = ContextBudget(tools=5000, history=2500)
-"""BFCL's function docs are long and shown verbatim (two classes reach ~2,600 tokens of tools
-at four characters a token), above the phone suite's tools budget."""
+"""BFCL's function docs are long and shown verbatim: the tools of two classes exceed the phone
+suite's tools budget."""
 
 
 class BfclOutcome(BaseModel):
@@ -87,16 +95,22 @@ def carried_turn(request: str, episode: Episode) -> list[ChatMessage]:
             continue
         messages.append(ChatMessage(role="assistant", content=step.action.model_dump_json()))
         if isinstance(step.action, ToolCallAction):
-            body: dict[str, Any] = {"results": [r.model_dump(mode="json", exclude_defaults=True) | {"ok": r.ok}
-                                                for r in step.results]}
+            body: dict[str, Any] = {
+                "results": [
+                    r.model_dump(mode="json", exclude_defaults=True) | {"ok": r.ok} for r in step.results
+                ]
+            }
             if step.notices:
                 body["notices"] = step.notices
-            messages.append(ChatMessage(role="tool", content=json.dumps(body, ensure_ascii=False, default=str)))
+            messages.append(
+                ChatMessage(role="tool", content=json.dumps(body, ensure_ascii=False, default=str))
+            )
     return messages
 
 
-def fit_prior(turns: Sequence[Sequence[ChatMessage]], count_tokens: Callable[[str], int],
-              budget: int) -> list[ChatMessage]:
+def fit_prior(
+    turns: Sequence[Sequence[ChatMessage]], count_tokens: Callable[[str], int], budget: int
+) -> list[ChatMessage]:
     """Earlier turns, newest kept first, whole, within ``budget`` tokens; oldest dropped first.
 
     A turn that does not fit whole keeps its request and final answer (first and last
@@ -132,8 +146,10 @@ def _verdict(check: TurnCheck) -> Verdict:
     if not check.checked:
         return Verdict(success=True, criteria=[CriterionResult(name="bfcl:no_ground_truth", passed=True)])
     detail = "; ".join(x for x in (check.error_type, check.error_message, check.details) if x)
-    return Verdict(success=check.valid, criteria=[CriterionResult(name="bfcl:state_and_response",
-                                                                  passed=check.valid, detail=detail[:1000])])
+    return Verdict(
+        success=check.valid,
+        criteria=[CriterionResult(name="bfcl:state_and_response", passed=check.valid, detail=detail[:1000])],
+    )
 
 
 async def run_bfcl_task(
@@ -184,18 +200,26 @@ async def run_bfcl_task(
     steps = prompt_tokens = completion_tokens = 0
     error: str | None = None
     for turn, request in enumerate(task.turns):
+
         async def verifier(episode: Episode, _turn: int = turn) -> Verdict:
             return _verdict(judge.judge(_turn, model_calls(episode)))
 
         common: dict[str, Any] = {
-            "config": cfg, "confirm": confirm, "verifier": verifier, "trace_dir": trace_dir,
+            "config": cfg,
+            "confirm": confirm,
+            "verifier": verifier,
+            "trace_dir": trace_dir,
             "task_id": f"{task.id}#{turn}",
             "prior": fit_prior(earlier, planner.count_tokens, prior_budget),
         }
         if mode == "harness":
             assert kit is not None
-            session = Session(planner, world.registry, **common,
-                              **kit.session_kwargs(exposed, memory=False, request=request))
+            session = Session(
+                planner,
+                world.registry,
+                **common,
+                **kit.session_kwargs(exposed, memory=False, request=request),
+            )
         else:
             session = Session(planner, world.registry, **common)
         try:
@@ -221,7 +245,17 @@ async def run_bfcl_task(
         earlier.append(carried_turn(request, episode))
     success = error is None and len(checks) == len(task.turns) and all(c.valid for c in checks)
     return BfclOutcome(
-        task_id=task.id, mode=mode, success=success, turns=len(task.turns), turns_run=len(checks),
-        checks=checks, stop_reasons=stops, steps=steps, prompt_tokens_evaluated=prompt_tokens,
-        completion_tokens=completion_tokens, wall_s=time.monotonic() - t0, traces=traces, error=error,
+        task_id=task.id,
+        mode=mode,
+        success=success,
+        turns=len(task.turns),
+        turns_run=len(checks),
+        checks=checks,
+        stop_reasons=stops,
+        steps=steps,
+        prompt_tokens_evaluated=prompt_tokens,
+        completion_tokens=completion_tokens,
+        wall_s=time.monotonic() - t0,
+        traces=traces,
+        error=error,
     )

@@ -65,8 +65,19 @@ def fetch_wheel(cache: Path | None = None, *, download: bool = True) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     found = sorted(glob.glob(str(cache / "bfcl_eval-*.whl")))
     if not found and download:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "bfcl-eval",
-               "-d", str(cache), "-q"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "bfcl-eval",
+            "-d",
+            str(cache),
+            "-q",
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -105,7 +116,7 @@ class BfclWheel:
     def names(self, under: str) -> list[str]:
         """Archive members below ``bfcl_eval/<under>``, relative to ``bfcl_eval/``."""
         prefix = _PREFIX + under
-        return [n[len(_PREFIX):] for n in self._zip.namelist() if n.startswith(prefix)]
+        return [n[len(_PREFIX) :] for n in self._zip.namelist() if n.startswith(prefix)]
 
     def jsonl(self, name: str) -> list[dict[str, Any]]:
         """A JSON-lines data file (``data/BFCL_v4_multi_turn_base.json`` ...), one dict a line."""

@@ -89,7 +89,11 @@ def test_failure_classification_reads_the_error_key() -> None:
 
 
 def test_ground_truth_calls_parse_as_literals_only() -> None:
-    assert parse_call("mv(source='a.txt', destination='b')") == ("mv", [], {"source": "a.txt", "destination": "b"})
+    assert parse_call("mv(source='a.txt', destination='b')") == (
+        "mv",
+        [],
+        {"source": "a.txt", "destination": "b"},
+    )
     assert parse_call("sort('final_report.pdf')") == ("sort", ["final_report.pdf"], {})
     with pytest.raises(SuiteDataError):
         parse_call("rm(file_name=__import__('os').getcwd())")
@@ -99,8 +103,11 @@ def test_ground_truth_calls_parse_as_literals_only() -> None:
 
 def test_fit_prior_drops_oldest_turns_first_and_keeps_the_gist_of_a_long_one() -> None:
     def turn(i: int, size: int) -> list[ChatMessage]:
-        return [ChatMessage(role="user", content=f"request {i}"), ChatMessage(role="tool", content="x" * size),
-                ChatMessage(role="assistant", content=f"answer {i}")]
+        return [
+            ChatMessage(role="user", content=f"request {i}"),
+            ChatMessage(role="tool", content="x" * size),
+            ChatMessage(role="assistant", content=f"answer {i}"),
+        ]
 
     count = len
     turns = [turn(0, 10), turn(1, 10), turn(2, 10)]
@@ -131,7 +138,9 @@ def test_no_harness_policy_or_skill_names_a_bfcl_class() -> None:
 
 
 def test_semantics_file_declares_every_function_of_every_class(suite: BfclSuite) -> None:
-    raw = json.loads(resources.files("pocketpilot.suites").joinpath("bfcl_semantics.json").read_text())["classes"]
+    raw = json.loads(resources.files("pocketpilot.suites").joinpath("bfcl_semantics.json").read_text())[
+        "classes"
+    ]
     assert set(raw) == set(suite.docs)
     for class_name, docs in suite.docs.items():
         assert set(raw[class_name]) == {d.name for d in docs}, class_name
@@ -156,10 +165,12 @@ def test_world_tools_report_bfcl_error_dicts_as_failures(suite: BfclSuite) -> No
     assert not world.registry.concurrent
 
     async def calls():
-        return (await world.registry.call(ToolCall(name="cd", arguments={"folder": "no_such_dir"})),
-                await world.registry.call(ToolCall(name="cd", arguments={"folder": "document"})),
-                await world.registry.call(ToolCall(name="cd", arguments={"folder": 3})),
-                await world.registry.call(ToolCall(name="ls", arguments={})))
+        return (
+            await world.registry.call(ToolCall(name="cd", arguments={"folder": "no_such_dir"})),
+            await world.registry.call(ToolCall(name="cd", arguments={"folder": "document"})),
+            await world.registry.call(ToolCall(name="cd", arguments={"folder": 3})),
+            await world.registry.call(ToolCall(name="ls", arguments={})),
+        )
 
     missing, ok, bad, listing = asyncio.run(calls())
     assert not missing.ok and missing.error.code == "world_error"
@@ -182,8 +193,9 @@ def test_ground_truth_replayed_through_sessions_passes_bfcl_checker(suite: BfclS
 
 
 def test_do_nothing_control_passes_nothing(suite: BfclSuite) -> None:
-    outcomes = _run_all(suite, suite.tasks,
-                        lambda t: ScriptedPlanner([Finish(summary="done")] * len(t.turns)))
+    outcomes = _run_all(
+        suite, suite.tasks, lambda t: ScriptedPlanner([Finish(summary="done")] * len(t.turns))
+    )
     assert sum(o.success for o in outcomes) / len(outcomes) <= 0.01
     assert outcomes[0].failed_check.error_type == "multi_turn:empty_turn_model_response"
 
@@ -194,7 +206,9 @@ def test_perturbed_arguments_fail_the_state_check(suite: BfclSuite) -> None:
     assert "mkdir(dir_name='temp')" in truth[0]
     truth[0] = [c.replace("dir_name='temp'", "dir_name='tmp'") for c in truth[0]]
     perturbed = task.model_copy(update={"ground_truth": truth})
-    [outcome] = _run_all(suite, [task], lambda t: ScriptedPlanner(oracle_actions(suite, perturbed), validate=False))
+    [outcome] = _run_all(
+        suite, [task], lambda t: ScriptedPlanner(oracle_actions(suite, perturbed), validate=False)
+    )
     assert not outcome.success
     assert outcome.failed_check.turn == 0
     assert outcome.failed_check.error_type == "multi_turn:instance_state_mismatch"
@@ -209,8 +223,9 @@ def test_a_dropped_call_fails_most_tasks(suite: BfclSuite) -> None:
         truth[turn] = truth[turn][:-1]
         tasks.append(task)
         perturbed[task.id] = task.model_copy(update={"ground_truth": truth})
-    outcomes = _run_all(suite, tasks, lambda t: ScriptedPlanner(oracle_actions(suite, perturbed[t.id]),
-                                                                validate=False))
+    outcomes = _run_all(
+        suite, tasks, lambda t: ScriptedPlanner(oracle_actions(suite, perturbed[t.id]), validate=False)
+    )
     assert sum(not o.success for o in outcomes) / len(outcomes) >= 0.9
 
 
@@ -255,17 +270,37 @@ def test_bench_compare_plumbing_is_resumable(suite: BfclSuite, tmp_path: Path) -
             calls.append((task.id, mode))
             return ScriptedPlanner(oracle_actions(suite, task), validate=False)
 
-        data = asyncio.run(bench.run_modes(suite, tasks[:2], oracle, modes=["bare", "harness"], out=out,
-                                           trace_dir=tmp_path / "traces", kit=bench.load_harness_kit(),
-                                           log=lambda line: None))
+        data = asyncio.run(
+            bench.run_modes(
+                suite,
+                tasks[:2],
+                oracle,
+                modes=["bare", "harness"],
+                out=out,
+                trace_dir=tmp_path / "traces",
+                kit=bench.load_harness_kit(),
+                log=lambda line: None,
+            )
+        )
         assert calls == [(t.id, m) for t in tasks[:2] for m in ("bare", "harness")]
         saved = json.loads(out.read_text())
         assert saved["runs"]["bare"]["summary"]["pass_rate"] == 1.0
         assert saved["lift_points"] == data["lift_points"] == 0.0
-        assert len(list((tmp_path / "traces" / "bare").glob("*.jsonl"))) == sum(len(t.turns) for t in tasks[:2])
+        assert len(list((tmp_path / "traces" / "bare").glob("*.jsonl"))) == sum(
+            len(t.turns) for t in tasks[:2]
+        )
         calls.clear()
-        asyncio.run(bench.run_modes(suite, tasks, oracle, modes=["bare", "harness"], out=out,
-                                    kit=bench.load_harness_kit(), log=lambda line: None))
+        asyncio.run(
+            bench.run_modes(
+                suite,
+                tasks,
+                oracle,
+                modes=["bare", "harness"],
+                out=out,
+                kit=bench.load_harness_kit(),
+                log=lambda line: None,
+            )
+        )
         assert calls == [("multi_turn_base_2", "bare"), ("multi_turn_base_2", "harness")]  # the rest resumed
         saved = json.loads(out.read_text())
         assert [o["task_id"] for o in saved["runs"]["harness"]["outcomes"]] == [t.id for t in tasks]
