@@ -277,7 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--modes", default="bare,harness", help="modes to run, in this order per task")
     ap.add_argument("--all-turns", action="store_true", help="run every turn even after a failed one")
     ap.add_argument("--trace-dir", type=Path, default=None, help="per-turn traces, under <dir>/<mode>/")
-    ap.add_argument("--out", type=Path, default=None, help="JSON report (compare: also the resume state)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="JSON report; compare: also the resume state "
+                    "(default: in --trace-dir, else ./bfcl_compare.json)")
     ap.add_argument("--cache", type=Path, default=None, help="where the wheel is kept")
     ap.add_argument("--harness-replay", action="store_true", help="validate: also replay in harness mode")
     args = ap.parse_args(argv)
@@ -296,7 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not modes or set(modes) - {"bare", "harness"}:
         print("--modes takes bare and/or harness", file=sys.stderr)
         return 2
-    out = args.out or Path("bfcl_compare.json")
+    # beside the traces when there are any: one folder then holds everything a resume needs
+    out = args.out or (args.trace_dir / "bfcl_compare.json" if args.trace_dir else Path("bfcl_compare.json"))
     try:
         planner = _llama_planner(args.model, args.threads, args.n_ctx, args.max_tokens)
     except PocketPilotError as exc:

@@ -334,7 +334,10 @@ class BfclSuite:
             raise SuiteDataError(f"unknown BFCL class {class_name!r}") from exc
         with _importable(self._root):
             module = importlib.import_module(module_name)
-        return getattr(module, class_name)
+        cls = getattr(module, class_name)
+        if not isinstance(cls, type):
+            raise SuiteDataError(f"{module_name}.{class_name} is not a class")
+        return cls
 
     def world(self, task: BfclTask) -> BfclWorld:
         """Fresh instances of the task's classes, loaded with its initial state."""
