@@ -306,3 +306,12 @@ def test_bench_compare_plumbing_is_resumable(suite: BfclSuite, tmp_path: Path) -
         assert [o["task_id"] for o in saved["runs"]["harness"]["outcomes"]] == [t.id for t in tasks]
     finally:
         sys.modules.pop("bench_bfcl", None)
+
+
+def test_a_turn_without_ground_truth_is_run_but_not_checked(suite: BfclSuite) -> None:
+    task = suite.select(["multi_turn_base_180"])[0]
+    empty = [i for i, calls in enumerate(task.ground_truth) if not calls]
+    assert empty  # BFCL's base category has turns like this
+    [outcome] = _run_all(suite, [task], _oracle(suite))
+    assert outcome.success and outcome.turns_run == len(task.turns)
+    assert [c.checked for c in outcome.checks] == [bool(calls) for calls in task.ground_truth]
