@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..contracts import ChatMessage, CriterionResult, Episode, Finish, ToolCallAction, Verdict
+from ..errors import PocketPilotError
 from ..evaluation import PRIOR_BUDGET, HarnessKit, Mode, harness_runtime, load_harness_kit
 from ..harness import AllowAll, ConfirmationPolicy, ContextBudget, HarnessConfig, Planner, Session
 from .bfcl import BfclSuite, BfclTask, TurnCheck, TurnJudge
@@ -224,7 +225,7 @@ async def run_bfcl_task(
             session = Session(planner, world.registry, **common)
         try:
             episode = await session.run(request)
-        except Exception as exc:  # noqa: BLE001 - one task's backend failure is that task's result
+        except PocketPilotError as exc:  # a planner backend or context failure ends this task, not the suite
             logger.warning("%s turn %d: session raised %s: %s", task.id, turn, type(exc).__name__, exc)
             error = f"turn {turn}: {type(exc).__name__}: {exc}"
             checks.append(judge.judge(turn, 0) if turn not in judge.checks else judge.checks[turn])
