@@ -367,8 +367,9 @@ class BfclWorld:
                 )
             self.instances[class_name] = instance
         self.results: list[str] = []
+        self._suite = suite
         self._methods: dict[str, Callable[..., Any]] = {}
-        tools = []
+        self._docs: list[FunctionDoc] = []
         for class_name in task.involved_classes:
             for doc in suite.docs[class_name]:
                 if doc.name in self._methods:
@@ -376,21 +377,31 @@ class BfclWorld:
                 method = getattr(self.instances[class_name], doc.name, None)
                 if method is None:
                     raise SuiteDataError(f"{class_name} has no method {doc.name!r} (documented)")
-                semantics = suite.semantics.get(doc.name)
-                if semantics is None:
-                    raise SuiteDataError(f"bfcl_semantics.json declares nothing for {class_name}.{doc.name}")
                 self._methods[doc.name] = method
-                tools.append(
-                    Tool.from_schema(
-                        doc.name,
-                        doc.parameters,
-                        self._handler(doc.name),
-                        description=doc.description,
-                        classify=classify_result,
-                        **semantics.tool_kwargs(),
-                    )
+                self._docs.append(doc)
+
+    @cached_property
+    def registry(self) -> ToolRegistry:
+        """The world's functions as tools, serial (the classes are not thread-safe).
+
+        Built on first use: the ground truth's worlds never need tools.
+        """
+        tools = []
+        for doc in self._docs:
+            semantics = self._suite.semantics.get(doc.name)
+            if semantics is None:
+                raise SuiteDataError(f"bfcl_semantics.json declares nothing for {doc.class_name}.{doc.name}")
+            tools.append(
+                Tool.from_schema(
+                    doc.name,
+                    doc.parameters,
+                    self._handler(doc.name),
+                    description=doc.description,
+                    classify=classify_result,
+                    **semantics.tool_kwargs(),
                 )
-        self.registry = ToolRegistry(tools, concurrent=False)
+            )
+        return ToolRegistry(tools, concurrent=False)
 
     def _handler(self, name: str) -> Callable[..., Any]:
         def handler(**kwargs: Any) -> Any:
