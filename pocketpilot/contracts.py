@@ -514,6 +514,10 @@ class EpisodeHeader(_Contract):
     parent_episode_id: str | None = None
     memory_retrieval: str | None = None
     """How memory was searched: ``hybrid (<embedder>)`` or ``keyword-only``; None without memory."""
+    policies: list[dict[str, Any]] = Field(default_factory=list)
+    """The harness policies in force, in order, with their parameters (``[{"name", "params"}]``)."""
+    turn: int = 0
+    """Which request of a conversation this run answered (0: the first or only one)."""
 
     @field_validator("episode_id")
     @classmethod

@@ -11,11 +11,11 @@ same information, so the difference is the harness's lift:
   needs routed into the first context by the adapter (no ``load_skill`` step), their always-on
   precondition gates, and adapter guidance filtered to the exposed tools and the request under
   a compiled η, re-filtered when a loaded skill exposes tools (see :class:`HarnessKit`); the
-  device's clock as evidence; and the session's runtime guards (``loop_guard``,
-  ``recovery_hints``, ``sequence_holds`` in :class:`~pocketpilot.harness.HarnessConfig`).
+  device's clock as evidence; and the harness's default policies (the set η names: see
+  :mod:`pocketpilot.harness.policies`), the same set ``pocketpilot run`` and the library use.
 - ``bare``: the task's memories replayed as raw earlier conversation (oldest dropped first
   over budget) and every exposed tool with its schema; no retrieval, no skills, no guidance,
-  no gates. Sub-agents (``delegate``) are part of the action vocabulary in both modes.
+  no gates, and only the safety policies (confirmation). Sub-agents (``delegate``) are part of the action vocabulary in both modes.
 
 One planner instance serves the whole suite (loading a GGUF costs seconds); each task gets a
 fresh sandbox phone, its own exposed tools, its own memory store and its verifier.
@@ -23,7 +23,6 @@ fresh sandbox phone, its own exposed tools, its own memory store and its verifie
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import statistics
 import time
@@ -36,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contracts import Episode, RetrievedMemory, Step
-from .harness import AllowAll, ConfirmationPolicy, HarnessConfig, Planner, Session, SkillStore
+from .harness import AllowAll, ConfirmationPolicy, HarnessConfig, Planner, Session, SkillStore, safety_policies
 from .harness.base import ToolGate
 from .harness.observer import RunObserver
 from .memory import Embedder
@@ -52,7 +51,6 @@ __all__ = [
     "TaskOutcome",
     "load_harness_kit",
     "device_clock",
-    "harness_runtime",
     "recall_guidance",
     "run_comparison",
     "run_suite",
@@ -350,16 +348,6 @@ def device_clock(now: datetime) -> str:
     return f"On the device it is now {now.strftime('%A %Y-%m-%d %H:%M')} (tomorrow is {(now + timedelta(days=1)).date()})."
 
 
-def harness_runtime(config: HarnessConfig) -> HarnessConfig:
-    """``config`` with the harness mode's runtime guards on (bare mode keeps the plain loop).
-
-    One place, so every suite run in harness mode (the bundled tasks, an outside suite) means
-    the same guards.
-    """
-    return dataclasses.replace(config, loop_guard=True, recovery_hints=True, sequence_holds=True,
-                               scope_guard=True)
-
-
 async def run_task(
     task: TaskSpec,
     planner: Planner,
@@ -398,7 +386,6 @@ async def run_task(
     try:
         if run.memory is not None:
             memory = run.memory
-            cfg = harness_runtime(cfg)
             hits = await memory.session.search(task.goal, k=RECALL_K) if task.memory else []
             kw = kit.session_kwargs(
                 [t.name for t in run.executor.tools()],
@@ -433,6 +420,7 @@ async def run_task(
                 prior=prior,
                 on_step=on_step,
                 observer=observer,
+                policies=safety_policies(),
             )
         episode = await session.run(task.goal)
     finally:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..contracts import ToolSpec
 from ..skills import SkillLibrary
 from .errors import EtaError
-from .eta import Eta, RoutingNote, SkillEntry, ToolEntry
+from .eta import Eta, PolicyEntry, RoutingNote, SkillEntry, ToolEntry, default_policy_entries
 from .notes import DEFAULT_NOTES
 
 __all__ = ["compile_eta", "sandbox_tool_apps"]
@@ -29,6 +29,7 @@ def compile_eta(
     *,
     apps: Mapping[str, str] | None = None,
     strict: bool = False,
+    policies: Sequence[PolicyEntry] | None = None,
 ) -> Eta:
     """Compile η. The result depends on the inputs' content only (never on order or time).
 
@@ -40,6 +41,7 @@ def compile_eta(
         strict: refuse a skill or note that names a tool outside ``tools`` (a typo in the
             bundled kit). Otherwise such entries are dropped and counted (``eta.dropped``): a
             kit written for one world compiles against another app's tools, keeping what applies.
+        policies: the harness policies, in order (default: the harness's default set).
 
     Raises:
         EtaError: duplicate tool or note; with ``strict``, a reference to an unknown tool.
@@ -95,6 +97,7 @@ def compile_eta(
             if strangers:
                 names = ", ".join(strangers)
                 raise EtaError("compile", f"routing note {note.id!r} is covered by unknown skill(s): {names}")
-    eta = Eta(tools=entries, skills=skills, notes=note_list)
+    chosen = list(policies) if policies is not None else default_policy_entries()
+    eta = Eta(tools=entries, skills=skills, notes=note_list, policies=chosen)
     eta._dropped = {kind: names for kind, names in dropped.items() if names}
     return eta

@@ -20,7 +20,7 @@ class EtaChange:
     """One semantic change.
 
     Attributes:
-        section: ``tool``, ``skill`` or ``note``.
+        section: ``tool``, ``skill``, ``note``, ``policy`` or ``offer``.
         name: the tool/skill name or note id.
         change: ``added``, ``removed`` or ``changed``.
         field: for ``changed``, the dotted field (``parameters.properties.level.maximum``).
@@ -28,7 +28,7 @@ class EtaChange:
         after: the new value (``changed``/``added``), JSON-able.
     """
 
-    section: Literal["tool", "skill", "note"]
+    section: Literal["tool", "skill", "note", "policy", "offer"]
     name: str
     change: Literal["added", "removed", "changed"]
     field: str = ""
@@ -79,6 +79,12 @@ def diff_eta(a: Eta, b: Eta) -> list[EtaChange]:
     order_b = [n.id for n in b.notes if n.id in {m.id for m in a.notes}]
     if order_a != order_b:
         out.append(EtaChange("note", "*", "changed", "order", order_a, order_b))
+    _keyed("offer", dict(a.offers), dict(b.offers), out)
+    _keyed("policy", {p.name: p.params for p in a.policies}, {p.name: p.params for p in b.policies}, out)
+    porder_a = [p.name for p in a.policies if p.name in {q.name for q in b.policies}]
+    porder_b = [p.name for p in b.policies if p.name in {q.name for q in a.policies}]
+    if porder_a != porder_b:
+        out.append(EtaChange("policy", "*", "changed", "order", porder_a, porder_b))
     return out
 
 

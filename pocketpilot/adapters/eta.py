@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from .errors import EtaError, EtaIntegrityError
 
-__all__ = ["Eta", "RoutingNote", "SkillEntry", "ToolEntry", "canonical_json", "load_eta", "save_eta"]
+__all__ = ["Eta", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry", "canonical_json", "default_policy_entries", "load_eta", "save_eta"]
 
 VERSION_CHARS = 16
 
@@ -98,6 +98,35 @@ class RoutingNote(_Model):
         return value
 
 
+class PolicyEntry(_Model):
+    """One harness policy η runs under, by its registry name, with its parameters."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from ..harness.policies import REGISTRY
+
+        if value not in REGISTRY:
+            raise ValueError(f"unknown policy {value!r}; known: {', '.join(REGISTRY)}")
+        return value
+
+
+def default_policy_entries() -> list[PolicyEntry]:
+    """The harness's default policy set, as η records it."""
+    from ..harness.policies import default_entries
+
+    return [PolicyEntry.model_validate(e) for e in default_entries()]
+
+
+def _default_offers() -> dict[str, str]:
+    from .notes import DEFAULT_OFFERS
+
+    return dict(DEFAULT_OFFERS)
+
+
 class Eta(_Model):
     """The harness configuration η (content only; the version is derived from it)."""
 
@@ -105,6 +134,24 @@ class Eta(_Model):
     tools: dict[str, ToolEntry] = Field(default_factory=dict)
     skills: dict[str, SkillEntry] = Field(default_factory=dict)
     notes: list[RoutingNote] = Field(default_factory=list)
+    policies: list[PolicyEntry] = Field(default_factory=default_policy_entries)
+    """The harness policies, in order: a reviewed revision may change one or its parameters."""
+    offers: dict[str, str] = Field(default_factory=_default_offers)
+    """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
+
+    @field_validator("offers")
+    @classmethod
+    def _offers(cls, value: dict[str, str]) -> dict[str, str]:
+        from ..contracts import ACTION_KINDS
+
+        for kind, pattern in value.items():
+            if kind not in ACTION_KINDS:
+                raise ValueError(f"offers names an unknown action kind {kind!r}")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"offers[{kind!r}] is not a regular expression: {exc}") from exc
+        return value
     _dropped: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     @property
@@ -124,6 +171,19 @@ class Eta(_Model):
         ``model_copy(update=...)`` would carry a cached hash over to changed content.
         """
         return hashlib.sha256(canonical_json(self.content()).encode()).hexdigest()[:VERSION_CHARS]
+
+    def build_policies(self) -> list[Any]:
+        """Fresh policy objects for one session (``pocketpilot.harness.policies.from_entries``).
+
+        Raises:
+            EtaError: a policy's parameters are not ones it takes.
+        """
+        from ..harness.policies import PolicyError, from_entries
+
+        try:
+            return from_entries([p.model_dump(mode="json") for p in self.policies])
+        except PolicyError as exc:
+            raise EtaError(f"eta {self.version}", str(exc)) from exc
 
     def note(self, note_id: str) -> RoutingNote | None:
         """The note with that id, if any."""

@@ -84,8 +84,8 @@ def session_kwargs(
             the action and its note would only invite a wasted step).
 
     Returns:
-        ``guidance``, ``skills``, ``gates`` and ``eta_version``; with a request also
-        ``guidance_for``, ``preloaded`` and ``actions``.
+        ``guidance``, ``skills``, ``gates``, ``policies`` (η's policy set, fresh) and
+        ``eta_version``; with a request also ``guidance_for``, ``preloaded`` and ``actions``.
 
     Raises:
         EtaError: ``library`` is not the one η was compiled from, or the filter is for another η.
@@ -105,12 +105,15 @@ def session_kwargs(
     gates = library.always_on_gates(exposed_tools) if library is not None else []
     if request is None:
         guidance = filt.guidance(exposed_tools, res)
-        return {"guidance": guidance, "skills": library, "gates": gates, "eta_version": version}
+        return {"guidance": guidance, "skills": library, "gates": gates, "eta_version": version,
+                "policies": eta.build_policies()}
     if recalled or not memory_search:
         res.discard("memory")
     if recalled:
         res.add("recall")
-    if not asks_to_delegate(request):
+    remember = asks_to_remember(request, eta.offers.get("memory_write")) if "memory_write" in eta.offers else True
+    delegating = asks_to_delegate(request, eta.offers.get("delegate")) if "delegate" in eta.offers else True
+    if not delegating:
         res.discard("delegate")  # the action is not offered, so neither is its note
     preloaded: list[str] = []
     if library is not None:
@@ -123,9 +126,9 @@ def session_kwargs(
     actions = [
         k
         for k in ACTION_KINDS
-        if (k != "memory_write" or asks_to_remember(request))
+        if (k != "memory_write" or remember)
         and (k != "memory_search" or (memory_search and not recalled))
-        and (k != "delegate" or asks_to_delegate(request))
+        and (k != "delegate" or delegating)
         and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
     ]
     shown = tuple(preloaded)
@@ -140,6 +143,7 @@ def session_kwargs(
         "skills": library,
         "gates": gates,
         "eta_version": version,
+        "policies": eta.build_policies(),
         "preloaded": preloaded,
         "actions": actions,
     }

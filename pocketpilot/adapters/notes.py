@@ -8,7 +8,18 @@ from __future__ import annotations
 
 from .eta import RoutingNote
 
-__all__ = ["DEFAULT_NOTES"]
+__all__ = ["DEFAULT_NOTES", "DEFAULT_OFFERS"]
+
+DEFAULT_OFFERS: dict[str, str] = {
+    "memory_write": r"\b(remember|don'?t forget|do not forget|keep in mind|from now on|remind me|memori[sz]e|note to self)\b",
+    "delegate": r"\b(helper|sub-?agent|assistant)s?\b|\bdelegate\b",
+}
+"""Action kinds offered only when the request matches (case-insensitive), by default in English.
+
+Offered on every request, the 1.5B planner wrote memories nobody asked for and handed plain
+one-app requests to a sub-agent as an escape; these are η data, so an app in another language
+(or one that wants delegation always) changes them by a reviewed revision, not in code. The
+delegate pattern is the ``subagent.artifacts`` note's ``when_request``: action and note go together."""
 
 DEFAULT_NOTES: tuple[RoutingNote, ...] = (
     RoutingNote(

@@ -1,6 +1,7 @@
 """Candidate revisions of η: rule-checked, applied to produce a new version, approved by a human.
 
-Offline diagnosis proposes revisions (add or change a routing note, map a tool to a skill);
+Offline diagnosis proposes revisions (add or change a routing note, map a tool to a skill,
+set a harness policy's parameters, add or remove a policy that is not a safety one);
 nothing proposed takes effect until approved. Skills themselves are revised in their SKILL.md
 files, not here: a revision cannot weaken a declared precondition.
 
@@ -24,9 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..contracts import utcnow
 from .errors import EtaError, RevisionError
-from .eta import Eta, RoutingNote, load_eta, save_eta
+from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
 
-__all__ = ["AddNote", "MapTool", "RemoveNote", "ReplaceNote", "Revision", "RevisionStore", "apply_revision"]
+__all__ = [
+    "AddNote", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision", "RevisionStore", "SetOffer", "SetPolicy",
+    "apply_revision",
+]
 
 
 class _Op(BaseModel):
@@ -63,7 +67,30 @@ class MapTool(_Op):
     remove: bool = False
 
 
-Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool], Field(discriminator="op")]
+class SetPolicy(_Op):
+    """Set a policy's parameters (adding it at the end, before confirmation, when absent)."""
+
+    op: Literal["set_policy"] = "set_policy"
+    policy: PolicyEntry
+
+
+class RemovePolicy(_Op):
+    """Leave a policy out. Safety policies (gates, confirmation) cannot be removed."""
+
+    op: Literal["remove_policy"] = "remove_policy"
+    name: str
+
+
+class SetOffer(_Op):
+    """Offer an action kind only on requests matching ``pattern`` (None: on every request)."""
+
+    op: Literal["set_offer"] = "set_offer"
+    kind: str
+    pattern: str | None = None
+
+
+Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool, SetPolicy, RemovePolicy, SetOffer],
+               Field(discriminator="op")]
 
 
 class Revision(BaseModel):
@@ -88,6 +115,16 @@ def _check_note(eta: Eta, note: RoutingNote, rev: Revision) -> None:
         raise RevisionError(rev.id, f"note {note.id!r} is covered by unknown skill(s): {names}")
 
 
+def _check_policy(entry: PolicyEntry, rev: Revision, i: int) -> None:
+    """The parameters must be ones the policy takes (it is built once to prove it)."""
+    from ..harness.policies import PolicyError, from_entries
+
+    try:
+        from_entries([entry.model_dump(mode="json")])
+    except PolicyError as exc:
+        raise RevisionError(rev.id, f"ops[{i}]: {exc}") from exc
+
+
 def apply_revision(eta: Eta, rev: Revision) -> Eta:
     """Apply ``rev`` to ``eta`` and return the new η, after its rule checks.
 
@@ -102,9 +139,32 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
         raise RevisionError(rev.id, f"based on η {rev.base_version}, but the current η is {eta.version}")
     notes = list(eta.notes)
     tools = dict(eta.tools)
+    policies = list(eta.policies)
+    offers = dict(eta.offers)
     for i, op in enumerate(rev.ops):
         ids = [n.id for n in notes]
-        if isinstance(op, AddNote):
+        names = [p.name for p in policies]
+        if isinstance(op, SetOffer):
+            if op.pattern is None:
+                offers.pop(op.kind, None)
+            else:
+                offers[op.kind] = op.pattern
+        elif isinstance(op, SetPolicy):
+            _check_policy(op.policy, rev, i)
+            if op.policy.name in names:
+                policies[names.index(op.policy.name)] = op.policy
+            else:
+                at = names.index("confirmation") if "confirmation" in names else len(policies)
+                policies.insert(at, op.policy)
+        elif isinstance(op, RemovePolicy):
+            from ..harness.policies import REGISTRY
+
+            if op.name not in names:
+                raise RevisionError(rev.id, f"ops[{i}]: no policy {op.name!r} to remove")
+            if REGISTRY[op.name].safety:
+                raise RevisionError(rev.id, f"ops[{i}]: {op.name!r} is a safety policy and cannot be removed")
+            policies.pop(names.index(op.name))
+        elif isinstance(op, AddNote):
             if op.note.id in ids:
                 raise RevisionError(rev.id, f"ops[{i}]: note {op.note.id!r} already exists (use replace_note)")
             _check_note(eta, op.note, rev)
@@ -127,7 +187,7 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
             if not op.remove:
                 skills = sorted([*skills, op.skill])
             tools[op.tool] = tools[op.tool].model_copy(update={"skills": skills})
-    new = Eta(tools=tools, skills=eta.skills, notes=notes)
+    new = Eta(tools=tools, skills=eta.skills, notes=notes, policies=policies, offers=offers)
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new

@@ -7,14 +7,14 @@ procedure (the unit factors, the note-then-power-off order) never reaches it; gi
 from the request alone, before the first step, with no model call:
 
 - **skills**: the available skills (required tools exposed) ranked by how many of their terms
-  the request uses (declared ``keywords``, description words, tool-name words), the best few
-  kept. Their procedures go into the first context; the planner needs no ``load_skill`` step.
+  the request uses (declared ``keywords``, description and skill-name words, never tool
+  names), the best few kept. Their procedures go into the first context; the planner needs no ``load_skill`` step.
 - **memory_write**: offered only when the request asks to remember something (episodes are
-  captured at the end of every run anyway).
-- **delegate**: offered only when the request asks for a helper or sub-agent. Offered on every
-  request, the 1.5B planner handed plain one-app requests to a sub-agent as an escape after
-  any surprise (5 of 37 test tasks in one run), and one such child deleted the alarm the
-  parent had just created.
+  captured at the end of every run anyway). The pattern is η data (``Eta.offers``), English
+  by default: an app in another language revises η, not this code.
+- **delegate**: offered only when the request asks for a helper or sub-agent (``Eta.offers`` too):
+  a small planner handed plain one-app requests to a sub-agent as an escape after any surprise,
+  and a child it started so can undo what the parent just did. The user's words decide.
 
 Matching is lexical on purpose: microseconds per request, deterministic, and explainable in a
 trace (``SkillRouter.explain``).
@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..skills import SkillLibrary
+from .notes import DEFAULT_OFFERS
 
 __all__ = ["SkillRouter", "asks_to_delegate", "asks_to_remember"]
 
@@ -34,28 +35,22 @@ _STOP = frozenset(
     "a an and any are as at be by do does for from get go has have how i if in is it its me my "
     "no not of on one only or so that the their them then there this to up was what when which who "
     "whose will with you your each every other another still same more less them they".split()
-    # the verbs and nouns of tool names that every app shares: they say nothing about which skill
+    # verbs every skill description shares: they say nothing about which skill
     + "set get read list create delete start stop status enabled info current turn off answer "
     "check make add find change phone".split()
 )
-_REMEMBER = re.compile(
-    r"\b(remember|don'?t forget|do not forget|keep in mind|from now on|remind me|memori[sz]e|note to self)\b",
-    re.IGNORECASE,
-)
-_DELEGATE = re.compile(r"\b(helper|sub-?agent|assistant)s?\b|\bdelegate\b", re.IGNORECASE)
-"""The same words as the `subagent.artifacts` note's ``when_request``: action and note go together."""
 _MIN_SCORE = 2.0
 """One declared keyword, or two description/tool words: below that a match is noise."""
 
 
-def asks_to_remember(request: str) -> bool:
-    """Whether the request asks the agent to remember something (the only reason to offer memory_write)."""
-    return bool(_REMEMBER.search(request))
+def asks_to_remember(request: str, pattern: str | None = None) -> bool:
+    """Whether the request asks the agent to remember something (η's ``offers["memory_write"]``)."""
+    return bool(re.search(pattern or DEFAULT_OFFERS["memory_write"], request, re.IGNORECASE))
 
 
-def asks_to_delegate(request: str) -> bool:
-    """Whether the request asks for a helper or sub-agent (the only reason to offer delegate)."""
-    return bool(_DELEGATE.search(request))
+def asks_to_delegate(request: str, pattern: str | None = None) -> bool:
+    """Whether the request asks for a helper or sub-agent (η's ``offers["delegate"]``)."""
+    return bool(re.search(pattern or DEFAULT_OFFERS["delegate"], request, re.IGNORECASE))
 
 
 def _normalize(text: str) -> str:
@@ -115,8 +110,6 @@ class SkillRouter:
             phrases = tuple(sorted(k for k in keywords if " " in k))
             keys = frozenset(_stem(k) for k in keywords if " " not in k)
             words = _words(meta.description) | _words(meta.name)
-            for tool in (*meta.requires, *meta.exposes):  # not precondition tools: a gate on
-                words |= _words(tool)  # power_off naming create_alarm is not about alarms
             stems = frozenset(_stem(w) for w in words) - keys
             self._terms[skill.name] = _Terms(phrases, keys, stems, generic=not meta.requires)
 

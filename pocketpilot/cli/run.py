@@ -127,7 +127,8 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
     if device is not None:
         # A device exposes other tools and no sandbox state to verify: skills' gates still apply.
         executor: Executor = device
-        extra: dict[str, Any] = {"gates": kit.gates_for([t.name for t in device.tools()])}
+        extra: dict[str, Any] = {"gates": kit.gates_for([t.name for t in device.tools()]),
+                                 "policies": kit.eta.build_policies() if kit.eta is not None else None}
         click.echo(f"request: {request}")
     else:
         phone = SandboxPhone()
@@ -145,8 +146,7 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
                 session = Session(
                     planner,
                     run_executor,
-                    config=HarnessConfig(max_steps=max_steps or 15, loop_guard=True, recovery_hints=True,
-                                         sequence_holds=True, scope_guard=True),
+                    config=HarnessConfig(max_steps=max_steps or 15),
                     confirm=_confirmation(yes),
                     trace_dir=trace_dir,
                     on_step=_show,

@@ -1,4 +1,4 @@
-"""The asyncio harness: context assembly, the run loop, guards, planners."""
+"""The asyncio harness: context assembly, the run loop, its policies, planners."""
 
 from .base import (
     ChatMessage,
@@ -13,7 +13,9 @@ from .base import (
 )
 from .confirm import AllowAll, CallbackConfirmation, DenyAll
 from .context import ContextBudget
+from .conversation import Conversation
 from .observer import RunEvent, RunObserver
+from .policies import Policy, default_policies, safety_policies
 from .session import HarnessConfig, Session
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "ChatMessage",
     "ConfirmationPolicy",
     "ContextBudget",
+    "Conversation",
     "DenyAll",
     "Executor",
     "HarnessConfig",
@@ -29,9 +32,12 @@ __all__ = [
     "PlanRequest",
     "Planner",
     "PlannerOutput",
+    "Policy",
     "RunEvent",
     "RunObserver",
     "Session",
     "SkillStore",
     "Verifier",
+    "default_policies",
+    "safety_policies",
 ]

@@ -54,6 +54,8 @@ class ContextBudget:
     tools: int = 3000
     guidance: int = 1000
     history: int = 3000
+    conversation: int = 1500
+    """Earlier requests of the session and what was done about them (newest kept first)."""
 
 
 def _type_of(schema: dict[str, Any], defs: dict[str, Any] | None = None, depth: int = 0) -> str:

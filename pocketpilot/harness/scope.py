@@ -22,12 +22,20 @@ from collections.abc import Iterable
 
 from ..contracts import ToolSpec
 
-__all__ = ["is_setting", "out_of_scope", "setting_terms"]
+__all__ = ["content_stems", "declared_terms", "is_setting", "out_of_scope", "setting_terms"]
 
 _STOP = frozenset(
     "set turn on off or and the a an in of to its it is be must this that with by for from not do "
     "percent level value state current enabled true false".split()
 )
+
+_GENERIC = _STOP | frozenset(
+    "please can could would you your my me our we they them he she his her their all any one new "
+    "create return returns list show get give make find look tell now then also just when what which "
+    "who how about after before into out up down there here have has was were will want need like "
+    "don't dont".split()
+)
+"""Words too common to tie a memory to a request or a request to a tool."""
 
 
 def _tokens(text: str) -> set[str]:
@@ -72,3 +80,19 @@ def out_of_scope(spec: ToolSpec, context: Iterable[str]) -> bool:
         return False
     seen = {_stem(w) for text in context for w in _tokens(text)}
     return not (terms & seen)
+
+
+def content_stems(text: str) -> set[str]:
+    """Stems of the content words of ``text`` (no function words, no generic verbs)."""
+    return {_stem(w) for w in _tokens(text) if len(w) > 2 and w not in _GENERIC}
+
+
+def declared_terms(spec: ToolSpec) -> frozenset[str]:
+    """Stems of the words a tool's declaration uses for what it acts on: its setting key,
+    description and enum values (never its name), without generic words."""
+    words = _tokens(spec.setting or "") | _tokens(spec.description)
+    for prop in (spec.parameters.get("properties", {}) or {}).values():
+        for value in prop.get("enum", ()) if isinstance(prop, dict) else ():
+            if isinstance(value, str):
+                words |= _tokens(value)
+    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in _GENERIC)

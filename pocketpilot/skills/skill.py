@@ -139,7 +139,7 @@ class Skill:
         Not the description: that is routing and index text, and shown above a procedure a
         small planner read it as a to-do list ("Change Wi-Fi, Bluetooth, do-not-disturb,
         brightness or ring mode" was followed by set_wifi, set_bluetooth, … after the one
-        change the user asked for, in dev and test traces alike). A skill without a body
+        change the user asked for, in the traces). A skill without a body
         falls back to its description.
         """
         return self.body.strip() or self.meta.description

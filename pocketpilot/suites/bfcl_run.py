@@ -1,42 +1,48 @@
 """Drive a BFCL multi-turn task through pocketpilot sessions, turn after turn, on one world.
 
-Each user turn is one :class:`~pocketpilot.harness.Session` run on the task's persistent world;
-the conversation so far (each earlier request, what was called and returned, the final answer)
-is carried into the next turn as earlier messages (:func:`carried_turn`; kept apart so the
-carrying can move to the harness's own conversation object when it exists). After each turn
-BFCL's checker judges the worlds (:class:`~pocketpilot.suites.bfcl.TurnJudge`), as the turn's
-verifier, so each turn's trace holds its verdict.
+Each user turn is one :class:`~pocketpilot.harness.Session` run on the task's persistent world,
+with the earlier turns carried as the harness's own conversation (``Session.turns``, what
+:class:`~pocketpilot.harness.Conversation` sends through; rendered and budgeted by the session).
+A turn gets a session of its own because what the harness routes is per request (preloaded
+skills, offered actions, guidance) and so is the verifier: after each turn BFCL's checker
+judges the worlds (:class:`~pocketpilot.suites.bfcl.TurnJudge`) as that turn's verifier, so
+each turn's trace holds its verdict.
 
 Modes mean what they mean in :mod:`pocketpilot.evaluation`: ``bare`` is the plain loop with
-every tool exposed; ``harness`` adds the evaluation's runtime guards
-(:func:`~pocketpilot.evaluation.harness_runtime`) and the harness kit's skills, gates and
-adapter guidance filtered to the exposed tools and the turn's request. A BFCL task has no
-memories and no device, so the memory store and the device clock of the phone suite have
-nothing to hold here and are left out in both modes.
+every tool exposed and only the safety policies; ``harness`` runs the harness kit's session
+arguments for the turn's request (skills, gates, adapter guidance filtered to the exposed
+tools, and the default policy set η names). A BFCL task has no memories and no device, so the
+memory store and the device clock of the phone suite have nothing to hold here and are left
+out in both modes.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contracts import ChatMessage, CriterionResult, Episode, Finish, ToolCallAction, Verdict
+from ..contracts import CriterionResult, Episode, Finish, ToolCallAction, Verdict
 from ..errors import PocketPilotError
-from ..evaluation import PRIOR_BUDGET, HarnessKit, Mode, harness_runtime, load_harness_kit
-from ..harness import AllowAll, ConfirmationPolicy, ContextBudget, HarnessConfig, Planner, Session
-from .bfcl import BfclSuite, BfclTask, TurnCheck, TurnJudge
+from ..evaluation import HarnessKit, Mode, load_harness_kit
+from ..harness import (
+    AllowAll,
+    ConfirmationPolicy,
+    ContextBudget,
+    HarnessConfig,
+    Planner,
+    Session,
+    safety_policies,
+)
+from .bfcl import BfclSuite, BfclTask, BfclWorld, TurnCheck, TurnJudge
 
 __all__ = [
     "BFCL_BUDGET",
     "BfclOutcome",
-    "carried_turn",
-    "fit_prior",
     "model_calls",
     "oracle_actions",
     "run_bfcl_task",
@@ -83,56 +89,6 @@ def model_calls(episode: Episode) -> int:
     return sum(len(s.action.calls) for s in episode.steps if isinstance(s.action, ToolCallAction))
 
 
-def carried_turn(request: str, episode: Episode) -> list[ChatMessage]:
-    """One finished turn as earlier conversation for the next: the request, each step's action
-    and what came back, and the final answer (the finish summary is the last action).
-
-    The harness's own conversation object can replace this where it exists; the messages are
-    in the session's history format (an assistant action, then its feedback as a tool message).
-    """
-    messages = [ChatMessage(role="user", content=request)]
-    for step in episode.steps:
-        if step.action is None:
-            continue
-        messages.append(ChatMessage(role="assistant", content=step.action.model_dump_json()))
-        if isinstance(step.action, ToolCallAction):
-            body: dict[str, Any] = {
-                "results": [
-                    r.model_dump(mode="json", exclude_defaults=True) | {"ok": r.ok} for r in step.results
-                ]
-            }
-            if step.notices:
-                body["notices"] = step.notices
-            messages.append(
-                ChatMessage(role="tool", content=json.dumps(body, ensure_ascii=False, default=str))
-            )
-    return messages
-
-
-def fit_prior(
-    turns: Sequence[Sequence[ChatMessage]], count_tokens: Callable[[str], int], budget: int
-) -> list[ChatMessage]:
-    """Earlier turns, newest kept first, whole, within ``budget`` tokens; oldest dropped first.
-
-    A turn that does not fit whole keeps its request and final answer (first and last
-    message) if those fit: what was asked and concluded outlives the raw results.
-    """
-    kept: list[list[ChatMessage]] = []
-    used = 0
-    for turn in reversed(turns):
-        cost = sum(count_tokens(m.content) for m in turn)
-        if used + cost > budget:
-            short = [turn[0], turn[-1]] if len(turn) > 1 else list(turn)
-            cost = sum(count_tokens(m.content) for m in short)
-            if used + cost > budget:
-                break
-            kept.append(short)
-        else:
-            kept.append(list(turn))
-        used += cost
-    return [m for turn in reversed(kept) for m in turn]
-
-
 def oracle_actions(suite: BfclSuite, task: BfclTask) -> list[Any]:
     """The ground truth as planner actions: each turn's calls one per step, then a finish."""
     world = suite.world(task)  # only to name positional arguments from the methods' signatures
@@ -153,6 +109,31 @@ def _verdict(check: TurnCheck) -> Verdict:
     )
 
 
+def _turn_session(
+    planner: Planner,
+    world: BfclWorld,
+    request: str,
+    earlier: list[Episode],
+    *,
+    mode: Mode,
+    kit: HarnessKit | None,
+    **common: Any,
+) -> Session:
+    """A session for one turn that continues the conversation of the turns before it.
+
+    The session's own conversation (``Session.turns``) carries the earlier turns, so they reach
+    the planner rendered and budgeted as in any multi-request use of the harness.
+    """
+    if mode == "harness":
+        assert kit is not None
+        kwargs = kit.session_kwargs(world.registry.names(), memory=False, request=request)
+        session = Session(planner, world.registry, **common, **kwargs)
+    else:
+        session = Session(planner, world.registry, **common, policies=safety_policies())
+    session.turns.extend(earlier)
+    return session
+
+
 async def run_bfcl_task(
     suite: BfclSuite,
     task: BfclTask,
@@ -164,7 +145,6 @@ async def run_bfcl_task(
     trace_dir: Path | None = None,
     confirm: ConfirmationPolicy | None = None,
     stop_at_first_failure: bool = True,
-    prior_budget: int = PRIOR_BUDGET,
     on_turn: Callable[[int, TurnCheck], None] | None = None,
 ) -> BfclOutcome:
     """Run every turn of ``task`` in ``mode`` on one fresh world and judge each with BFCL's checker.
@@ -176,11 +156,10 @@ async def run_bfcl_task(
         mode: ``bare`` or ``harness`` (see the module docstring).
         kit: The harness kit (harness mode); default :func:`~pocketpilot.evaluation.load_harness_kit`,
             as in the evaluation.
-        config: Budgets per turn; default ``DEFAULT_TURN_STEPS`` steps.
+        config: Budgets per turn; default ``DEFAULT_TURN_STEPS`` steps and :data:`BFCL_BUDGET`.
         trace_dir: Where each turn's trace goes (one file per turn, ``task_id`` ``<id>#<turn>``).
         confirm: Who approves calls needing confirmation; default allow all (the world is
             disposable and BFCL judges those calls itself).
-        prior_budget: Tokens of earlier turns carried into a turn (see :func:`fit_prior`).
         stop_at_first_failure: A failed turn fails the task in BFCL, so later turns cannot
             change the outcome; stopping saves their planner time.
         on_turn: Called with each turn's check as it is made.
@@ -189,12 +168,10 @@ async def run_bfcl_task(
     confirm = confirm or AllowAll()
     cfg = config or HarnessConfig(max_steps=DEFAULT_TURN_STEPS, budget=BFCL_BUDGET)
     if mode == "harness":
-        cfg = harness_runtime(cfg)
         kit = kit if kit is not None else load_harness_kit()
     world = suite.world(task)
     judge = TurnJudge(suite, task, world)
-    exposed = world.registry.names()
-    earlier: list[list[ChatMessage]] = []
+    earlier: list[Episode] = []
     checks: list[TurnCheck] = []
     stops: list[str | None] = []
     traces: list[str] = []
@@ -205,30 +182,15 @@ async def run_bfcl_task(
         async def verifier(episode: Episode, _turn: int = turn) -> Verdict:
             return _verdict(judge.judge(_turn, model_calls(episode)))
 
-        common: dict[str, Any] = {
-            "config": cfg,
-            "confirm": confirm,
-            "verifier": verifier,
-            "trace_dir": trace_dir,
-            "task_id": f"{task.id}#{turn}",
-            "prior": fit_prior(earlier, planner.count_tokens, prior_budget),
-        }
-        if mode == "harness":
-            assert kit is not None
-            session = Session(
-                planner,
-                world.registry,
-                **common,
-                **kit.session_kwargs(exposed, memory=False, request=request),
-            )
-        else:
-            session = Session(planner, world.registry, **common)
+        session = _turn_session(planner, world, request, earlier, mode=mode, kit=kit, config=cfg,
+                                confirm=confirm, verifier=verifier, trace_dir=trace_dir,
+                                task_id=f"{task.id}#{turn}")
         try:
             episode = await session.run(request)
         except PocketPilotError as exc:  # a planner backend or context failure ends this task, not the suite
             logger.warning("%s turn %d: session raised %s: %s", task.id, turn, type(exc).__name__, exc)
             error = f"turn {turn}: {type(exc).__name__}: {exc}"
-            checks.append(judge.judge(turn, 0) if turn not in judge.checks else judge.checks[turn])
+            checks.append(judge.checks[turn] if turn in judge.checks else judge.judge(turn, 0))
             break
         check = judge.judge(turn, model_calls(episode))  # the verifier's cached result
         checks.append(check)
@@ -243,7 +205,7 @@ async def run_bfcl_task(
             on_turn(turn, check)
         if not check.valid and stop_at_first_failure:
             break
-        earlier.append(carried_turn(request, episode))
+        earlier.append(episode)
     success = error is None and len(checks) == len(task.turns) and all(c.valid for c in checks)
     return BfclOutcome(
         task_id=task.id,

@@ -118,7 +118,9 @@ async def test_only_the_harness_runs_the_loop_guard() -> None:
     harness, _ = await run_task(task, planner, mode="harness")
     bare_planner = ScriptedPlanner([off, off, FINISH])
     bare, _ = await run_task(task, bare_planner, mode="bare")
-    assert harness.header.harness_config["loop_guard"] and not bare.header.harness_config["loop_guard"]
+    names = lambda ep: [p["name"] for p in ep.header.policies]  # noqa: E731
+    assert "loop_guard" in names(harness) and "loop_guard" not in names(bare)
+    assert set(names(bare)) == {"gates", "confirmation"}
     assert any("just ran exactly these calls" in n for n in harness.steps[1].notices)
     assert "tool_call" not in planner.requests[2].kinds  # after the repeat it must conclude
     assert not any("ran exactly" in n for s in bare.steps for n in s.notices)

@@ -1,4 +1,7 @@
-"""Reliability through the harness: dropped and killed devices, malformed output, many devices at once."""
+"""Reliability through the harness: dropped and killed devices, malformed output, many devices at once.
+
+The scripted episodes here test the executor, not the harness: they run under the safety policies only.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from pocketpilot.contracts import Step, ToolCall, ToolCallAction
 from pocketpilot.errors import DeviceOfflineError
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.simphone import MiniPhone
-from pocketpilot.harness import AllowAll, Session
+from pocketpilot.harness import AllowAll, Session, safety_policies
 from pocketpilot.harness.planners.scripted import ScriptedPlanner
 
 if TYPE_CHECKING:
@@ -71,7 +74,7 @@ async def test_dropped_mid_episode_resumes_without_double_execution(
         ]
     )
     ex = executor(dev)
-    episode = await Session(planner, ex, confirm=AllowAll(), on_step=on_step).run("dim, wifi off, text")
+    episode = await Session(planner, ex, confirm=AllowAll(), on_step=on_step, policies=safety_policies()).run("dim, wifi off, text")
     assert episode.stop_reason == "finish"
     dim, wifi, sms, read = (r for _, _, r in episode.tool_calls())
     assert dim is not None and dim.ok
@@ -107,7 +110,7 @@ async def test_device_killed_mid_episode_ends_with_device_lost(simphone_factory:
         ]
     )
     ex = executor(dev)
-    episode = await Session(planner, ex, on_step=on_step).run("dim and wifi off")
+    episode = await Session(planner, ex, on_step=on_step, policies=safety_policies()).run("dim and wifi off")
     assert episode.stop_reason == "device_lost"
     assert dev.serial in episode.stop_detail and "did not come back" in episode.stop_detail
     assert len(episode.steps) == 2 and planner.remaining == 1  # nothing ran after the loss
@@ -135,7 +138,7 @@ async def test_malformed_output_is_a_typed_tool_failure_in_the_episode(
     planner = ScriptedPlanner(
         [call("get_settings"), call("set_wifi", enabled=False), {"kind": "finish", "summary": "x"}]
     )
-    episode = await Session(planner, executor(dev)).run("settings?")
+    episode = await Session(planner, executor(dev), policies=safety_policies()).run("settings?")
     garbled, wifi = (r for _, _, r in episode.tool_calls())
     assert garbled is not None and garbled.error is not None and garbled.error.code == "malformed_output"
     assert "settings get" in garbled.error.message

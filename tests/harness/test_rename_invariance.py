@@ -35,7 +35,7 @@ NEW = {old: f"t{i:02d}" for i, old in enumerate(NAMES, start=1)}
 OLD = {new: old for old, new in NEW.items()}
 _NEW_NAME = re.compile(r"\bt\d\d\b")
 _OLD_NAME = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reverse=True)) + r")\b")
-GUARDS = HarnessConfig(max_steps=12, loop_guard=True, recovery_hints=True, sequence_holds=True, scope_guard=True)
+GUARDS = HarnessConfig(max_steps=12)
 FINISH = {"kind": "finish", "summary": "done"}
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
-from pocketpilot.harness import AllowAll, HarnessConfig, Session
+from pocketpilot.harness import AllowAll, HarnessConfig, Session, safety_policies
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.scope import is_setting, out_of_scope, setting_terms
 
 FINISH = {"kind": "finish", "summary": "done"}
 SETTINGS = ["set_wifi", "set_bluetooth", "set_do_not_disturb", "set_brightness", "set_ring_mode",
             "connect_earbuds", "set_noise_control", "get_earbuds_status", "set_alarm_enabled", "list_alarms"]
-GUARD = HarnessConfig(scope_guard=True)
+GUARD = HarnessConfig()
 
 
 def call(name: str, **arguments: object) -> dict:
@@ -47,10 +47,10 @@ async def test_an_unmentioned_setting_is_held_and_the_asked_one_runs():
     held = episode.steps[1].results[0]
     assert held.error.code == "not_allowed" and "set_wifi" in held.error.message
     assert phone.state.settings.wifi == wifi_before
-    # without the guard the same call runs (the plain loop stays plain)
+    # without the policy (bare mode's safety set) the same call runs
     phone2 = SandboxPhone()
     planner2 = ScriptedPlanner([call("set_do_not_disturb", enabled=True), call("set_wifi", enabled=not wifi_before), FINISH])
-    await Session(planner2, SandboxExecutor(phone2), tools=SETTINGS, confirm=AllowAll()).run(
+    await Session(planner2, SandboxExecutor(phone2), tools=SETTINGS, confirm=AllowAll(), policies=safety_policies()).run(
         "I'm heading into a meeting, turn on do not disturb.")
     assert phone2.state.settings.wifi != wifi_before
 

@@ -85,7 +85,7 @@ async def test_a_kind_narrowed_away_for_one_step_is_not_routed_in_that_step(regi
     """
     on = call("set_lamp", on=True)
     planner = ScriptedPlanner([on, on, call("set_lamp", on=False), FINISH], validate=False)
-    episode = await Session(planner, registry, config=HarnessConfig(loop_guard=True)).run("lamp on")
+    episode = await Session(planner, registry, config=HarnessConfig()).run("lamp on")
     assert "tool_call" not in planner.requests[2].kinds
     third = episode.steps[2].results[0]
     assert not third.ok and third.error.code == "not_allowed"
@@ -130,7 +130,7 @@ async def test_the_scope_guard_lets_an_inflected_request_through():
     phone = SandboxPhone()
     planner = ScriptedPlanner([call("set_do_not_disturb", enabled=True), FINISH])
     episode = await Session(planner, SandboxExecutor(phone), tools=["set_do_not_disturb"], confirm=AllowAll(),
-                            config=HarnessConfig(scope_guard=True)).run("I don't want to be disturbed tonight.")
+                            config=HarnessConfig()).run("I don't want to be disturbed tonight.")
     assert episode.steps[0].results[0].ok and phone.state.settings.do_not_disturb is True
 
 
@@ -178,7 +178,7 @@ async def test_a_held_send_runs_after_its_batch_only_when_the_lookup_found_one_c
         contacts = Contacts(sams)
         planner = ScriptedPlanner([batch, FINISH])
         episode = await Session(planner, contacts, confirm=AllowAll(), gates=[SEND],
-                                config=HarnessConfig(sequence_holds=True)).run("text Sam hi")
+                                config=HarnessConfig()).run("text Sam hi")
         assert episode.steps[0].results[1].error.code == "precondition_failed"
         sent[sams] = contacts.sent
         harness_steps = [s for s in episode.steps if s.planner is None and isinstance(s.action, ToolCallAction)]

@@ -8,7 +8,7 @@ import pytest
 
 from pocketpilot.contracts import CriterionResult, Verdict
 from pocketpilot.errors import UsageError
-from pocketpilot.harness import AllowAll, CallbackConfirmation, HarnessConfig, Session
+from pocketpilot.harness import AllowAll, CallbackConfirmation, HarnessConfig, Session, safety_policies
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.trace import read_trace
 
@@ -311,7 +311,7 @@ async def test_history_budget_drops_whole_steps_and_says_so(registry):
     long_text = "x" * 400
     planner = ScriptedPlanner([call("sleep_echo", text=long_text)] * 6 + [FINISH])
     cfg = HarnessConfig(budget=ContextBudget(history=300))
-    episode = await Session(planner, registry, config=cfg).run("echo")
+    episode = await Session(planner, registry, config=cfg, policies=safety_policies()).run("echo")
     assert episode.stop_reason == "finish"
     last = planner.requests[-1].messages
     assert any("earlier steps are not shown" in m.content for m in last)

@@ -9,7 +9,8 @@ import pytest
 
 from pocketpilot.errors import UsageError
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
-from pocketpilot.harness import AllowAll, HarnessConfig, Session
+from pocketpilot.harness import AllowAll, HarnessConfig, Session, default_policies, safety_policies
+from pocketpilot.harness.policies import HeldCalls, LoopGuard
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.skills import DependsOnResultGate, SkillLibrary
 
@@ -23,6 +24,10 @@ def call(name: str, **arguments: object) -> dict:
 
 def batch(*calls: tuple[str, dict]) -> dict:
     return {"kind": "tool_call", "calls": [{"name": n, "arguments": a} for n, a in calls]}
+
+
+NO_SEQUENCING = [HeldCalls(sequence=False) if p.name == "held_calls" else p for p in default_policies()]
+"""The default set with held calls sent back to the planner rather than run by the harness."""
 
 
 def _session(planner, phone, names, **kw) -> Session:
@@ -207,7 +212,7 @@ async def test_repeating_a_batch_that_already_succeeded_is_pointed_out():
     names = ["get_settings", "set_wifi"]
     off = call("set_wifi", enabled=False)
     planner = ScriptedPlanner([off, call("get_settings"), off, FINISH])
-    guarded = HarnessConfig(loop_guard=True)
+    guarded = HarnessConfig()
     episode = await _session(planner, SandboxPhone(), names, config=guarded).run("wifi off")
     assert not any("already ran" in n for n in episode.steps[0].notices + episode.steps[1].notices)
     assert any(n.startswith("Step 0 already ran exactly these calls") for n in episode.steps[2].notices)
@@ -284,32 +289,35 @@ async def test_a_refusal_right_after_a_hold_is_sent_back_once(lib):
     start = ("start_cast", {"target": "Office Display"})
     refuse = {"kind": "refuse", "reason": "The request still needs the result of get_cast_status"}
     planner = ScriptedPlanner([batch(("get_cast_status", {}), start), refuse, call(*start[:1], **start[1]), FINISH])
-    config = HarnessConfig(recovery_hints=True)
-    episode = await _session(planner, phone, CAST, gates=lib.always_on_gates(CAST), config=config).run("cast to office")
+    config = HarnessConfig()
+    episode = await _session(planner, phone, CAST, gates=lib.always_on_gates(CAST), config=config,
+                             policies=NO_SEQUENCING).run("cast to office")
     sent_back = episode.steps[1].results[0]
     assert sent_back.error.code == "not_allowed" and 'start_cast(target="Office Display")' in sent_back.error.message
     assert episode.stop_reason == "finish" and phone.state.cast.target == "Office Display"
     # once only: a second refusal after another hold stops the run as a refusal
     planner2 = ScriptedPlanner([batch(("get_cast_status", {}), start), refuse, batch(("get_cast_status", {}), start), refuse])
-    ep2 = await _session(planner2, SandboxPhone(), CAST, gates=lib.always_on_gates(CAST), config=config).run("cast")
+    ep2 = await _session(planner2, SandboxPhone(), CAST, gates=lib.always_on_gates(CAST), config=config,
+                         policies=NO_SEQUENCING).run("cast")
     assert ep2.stop_reason == "refuse" and len(ep2.steps) == 4
-    # without recovery hints the refusal stands (the plain loop stays plain)
+    # with the safety policies only (bare mode) the refusal stands
     planner3 = ScriptedPlanner([batch(("get_cast_status", {}), start), refuse])
-    ep3 = await _session(planner3, SandboxPhone(), CAST, gates=lib.always_on_gates(CAST)).run("cast")
+    ep3 = await _session(planner3, SandboxPhone(), CAST, gates=lib.always_on_gates(CAST),
+                         policies=safety_policies()).run("cast")
     assert ep3.stop_reason == "refuse" and len(ep3.steps) == 2
 
 
 async def test_an_id_passed_where_a_name_belongs_gets_the_records_name():
     names = ["lookup_contact", "send_sms"]
     planner = ScriptedPlanner([batch(("lookup_contact", {"name": "Sam"})), call("send_sms", to="c7", body="hi"), FINISH])
-    episode = await _session(planner, SandboxPhone(), names, config=HarnessConfig(recovery_hints=True)).run("text Sam")
+    episode = await _session(planner, SandboxPhone(), names, config=HarnessConfig()).run("text Sam")
     failed = episode.steps[1]
     assert failed.results[0].error.code == "not_found"
     (hint,) = [n for n in failed.notices if n.startswith("'c7' is the id of")]
     assert "'Sam Taylor'" in hint and 'send_sms(to="Sam Taylor", body="hi")' in hint
     # a not_found whose argument is no known id gets no such hint
     planner2 = ScriptedPlanner([call("send_sms", to="c99", body="hi"), FINISH])
-    ep2 = await _session(planner2, SandboxPhone(), names, config=HarnessConfig(recovery_hints=True)).run("text")
+    ep2 = await _session(planner2, SandboxPhone(), names, config=HarnessConfig()).run("text")
     assert not any("is the id of" in n for n in ep2.steps[0].notices)
 
 
@@ -320,7 +328,7 @@ async def test_the_same_id_call_sent_again_after_the_hint_runs_with_the_name():
     script = [lookup, send, lookup, send, FINISH]
     phone = SandboxPhone()
     episode = await _session(ScriptedPlanner(list(script)), phone, names,
-                             config=HarnessConfig(recovery_hints=True)).run("text Sam")
+                             config=HarnessConfig()).run("text Sam")
     assert episode.steps[1].results[0].error.code == "not_found"
     again = episode.steps[3]
     assert again.results[0].ok
@@ -328,16 +336,16 @@ async def test_the_same_id_call_sent_again_after_the_hint_runs_with_the_name():
     assert any("the harness ran" in n and 'to="Sam Taylor"' in n for n in again.notices)
     (sent,) = phone.state.messages.sent
     assert sent.body == "hi" and sent.contact in ("c7", "Sam Taylor")
-    # without recovery hints the planner's call runs as written, and fails again
+    # without the policy the planner's call runs as written, and fails again
     phone2 = SandboxPhone()
-    ep2 = await _session(ScriptedPlanner(list(script)), phone2, names).run("text Sam")
+    ep2 = await _session(ScriptedPlanner(list(script)), phone2, names, policies=safety_policies()).run("text Sam")
     assert ep2.steps[3].results[0].error.code == "not_found" and not phone2.state.messages.sent
 
 async def test_the_loop_guard_makes_the_planner_conclude_after_a_consecutive_repeat():
     names = ["get_settings", "set_wifi"]
     read = call("get_settings")
     planner = ScriptedPlanner([read, read, FINISH])
-    episode = await _session(planner, SandboxPhone(), names, config=HarnessConfig(loop_guard=True)).run(
+    episode = await _session(planner, SandboxPhone(), names, config=HarnessConfig()).run(
         "settings?"
     )
     assert "tool_call" in planner.requests[1].kinds and "tool_call" not in planner.requests[2].kinds
@@ -356,18 +364,28 @@ async def test_the_loop_guard_stops_an_identical_held_batch_livelock(lib):
         CAST,
         skills=lib,
         gates=lib.always_on_gates(CAST),
-        config=HarnessConfig(loop_guard=True),
+        policies=[LoopGuard()],
     )
     episode = await session.run("cast to the bedroom")
-    assert "tool_call" in planner.requests[1].kinds and "tool_call" not in planner.requests[2].kinds
-    assert any("held back again" in n for n in episode.steps[1].notices)
+    # start_cast, which the request names, has not run: the guard says so and forces nothing
+    assert "tool_call" in planner.requests[2].kinds
+    (notice,) = [n for n in episode.steps[1].notices if "held back again" in n]
+    assert "Not done yet" in notice and "start_cast" in notice
+    # a livelock on a batch the request does not name (nothing left undone) must conclude
+    phone2 = SandboxPhone()
+    phone2.state.cast.active, phone2.state.cast.target = True, "Office Display"
+    planner2 = ScriptedPlanner([again, again, FINISH])
+    session2 = _session(planner2, phone2, CAST, skills=lib, gates=lib.always_on_gates(CAST), policies=[LoopGuard()])
+    ep2 = await session2.run("what now?")
+    assert "tool_call" not in planner2.requests[2].kinds
+    assert any("held back again" in n and "must be finish" in n for n in ep2.steps[1].notices)
 
 
 async def test_the_loop_guard_stops_an_identical_repeated_delegation():
     names = ["get_settings", "set_wifi"]
     hand_off = {"kind": "delegate", "instruction": "read the settings", "tools": ["get_settings"]}
     planner = ScriptedPlanner([hand_off, FINISH, hand_off, FINISH, FINISH])
-    session = _session(planner, SandboxPhone(), names, config=HarnessConfig(loop_guard=True))
+    session = _session(planner, SandboxPhone(), names, config=HarnessConfig())
     episode = await session.run("settings?")
     assert "tool_call" in planner.requests[2].kinds  # the first repeat is still planned freely
     assert "delegate" not in planner.requests[4].kinds and "tool_call" not in planner.requests[4].kinds
@@ -388,7 +406,7 @@ async def test_the_loop_guard_takes_memory_search_away_after_a_repeated_search(t
         search = {"kind": "memory_search", "query": "preferred distance unit miles"}
         planner = ScriptedPlanner([search, {**search, "query": "Preferred distance unit MILES "}, FINISH])
         session = _session(planner, SandboxPhone(), ["get_settings"], memory=memory,
-                           config=HarnessConfig(loop_guard=True))
+                           config=HarnessConfig())
         episode = await session.run("5 km in my unit")
         assert episode.steps[0].results[0].data["memories"]  # the search finds the memory
         assert "memory_search" in planner.requests[1].kinds
@@ -397,7 +415,7 @@ async def test_the_loop_guard_takes_memory_search_away_after_a_repeated_search(t
         # a different search is not a repeat
         planner2 = ScriptedPlanner([search, {**search, "query": "home routine"}, FINISH])
         await _session(planner2, SandboxPhone(), ["get_settings"], memory=memory,
-                       config=HarnessConfig(loop_guard=True)).run("x")
+                       config=HarnessConfig()).run("x")
         assert "memory_search" in planner2.requests[2].kinds
     finally:
         store.close()
@@ -409,7 +427,7 @@ async def test_a_refusal_after_a_fixable_error_is_sent_back_once_and_a_plain_ref
     refuse = {"kind": "refuse", "reason": "The date 'March 9' is not valid."}
     good = call("query_health", metric="sleep", date="2025-03-09")
     planner = ScriptedPlanner([bad, refuse, good, FINISH])
-    config = HarnessConfig(recovery_hints=True)
+    config = HarnessConfig()
     episode = await _session(planner, SandboxPhone(), names, config=config).run("How long did I sleep on March 9?")
     assert episode.steps[0].results[0].error.code == "invalid_arguments"
     sent = episode.steps[1].results[0]
@@ -424,7 +442,7 @@ async def test_a_refusal_after_a_fixable_error_is_sent_back_once_and_a_plain_ref
 async def test_a_run_may_not_delete_what_it_created_unless_asked():
     names = ["create_note", "read_note", "delete_note"]
     steps = [call("create_note", title="Packing list", body="passport"), call("delete_note", note_id="note-4"), FINISH]
-    config = HarnessConfig(recovery_hints=True)
+    config = HarnessConfig()
     phone = SandboxPhone()
     episode = await _session(ScriptedPlanner(steps), phone, names, config=config).run("Make a note called Packing list")
     held = episode.steps[1].results[0]
@@ -435,10 +453,13 @@ async def test_a_run_may_not_delete_what_it_created_unless_asked():
     ep2 = await _session(ScriptedPlanner([call("delete_note", note_id="note-1"), FINISH]), phone2, names,
                          config=config).run("Tidy my notes")
     assert ep2.steps[0].results[0].ok
+    # a request that really asks to remove it: the same call sent again runs (no words are read)
     phone3 = SandboxPhone()
-    ep3 = await _session(ScriptedPlanner(steps), phone3, names, config=config).run(
+    again = [steps[0], steps[1], steps[1], FINISH]
+    ep3 = await _session(ScriptedPlanner(again), phone3, names, config=config).run(
         "Make a note called Packing list, then delete it")
-    assert ep3.steps[1].results[0].ok
+    assert not ep3.steps[1].results[0].ok and ep3.steps[2].results[0].ok
+    assert not any(n.title == "Packing list" for n in phone3.state.notes.items)
 
 
 async def test_after_a_hold_with_a_ready_call_the_next_step_offers_no_detour(lib):
@@ -446,7 +467,7 @@ async def test_after_a_hold_with_a_ready_call_the_next_step_offers_no_detour(lib
     start = ("start_cast", {"target": "Office Display"})
     planner = ScriptedPlanner([batch(("get_cast_status", {}), start), call(*start[:1], **start[1]), FINISH])
     await _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST),
-                   config=HarnessConfig(recovery_hints=True)).run("cast to office")
+                   policies=NO_SEQUENCING).run("cast to office")
     assert "load_skill" in planner.requests[0].kinds
     assert "load_skill" not in planner.requests[1].kinds and "tool_call" in planner.requests[1].kinds
     assert "load_skill" in planner.requests[2].kinds  # one step only
@@ -459,7 +480,7 @@ async def test_an_objectively_held_call_runs_after_its_batch_as_a_harness_step(l
     phone = SandboxPhone()
     start = ("start_cast", {"target": "Office Display"})
     planner = ScriptedPlanner([batch(("get_cast_status", {}), start), FINISH])
-    config = HarnessConfig(recovery_hints=True, sequence_holds=True)
+    config = HarnessConfig()
     episode = await _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST), config=config).run(
         "cast to office")
     first, second = episode.steps[0], episode.steps[1]
@@ -483,7 +504,7 @@ async def test_a_decision_that_needs_the_result_is_not_sequenced():
     planner = ScriptedPlanner([batch(("get_device_info", {}), ("set_do_not_disturb", {"enabled": True})), FINISH])
     phone = SandboxPhone()
     episode = await _session(planner, phone, names, gates=[gate],
-                             config=HarnessConfig(recovery_hints=True, sequence_holds=True)).run("if low, dnd")
+                             config=HarnessConfig()).run("if low, dnd")
     assert len(episode.steps) == 2 and episode.steps[1].action.kind == "finish"
     assert phone.state.settings.do_not_disturb is False
 
@@ -493,7 +514,7 @@ async def test_a_lookup_of_the_name_the_held_send_passes_settles_the_hold(lib):
     from pocketpilot.skills import audit_episode
 
     names = ["lookup_contact", "send_sms"]
-    config = HarnessConfig(recovery_hints=True, sequence_holds=True)
+    config = HarnessConfig()
     gates = lib.always_on_gates(names)
     send = ("send_sms", {"to": "Sam", "body": "battery dying"})
     phone = SandboxPhone()
@@ -518,7 +539,7 @@ async def test_a_refusal_after_an_error_gets_the_procedure_line_for_that_error(l
         FINISH,
     ])
     episode = await _session(planner, SandboxPhone(), names, skills=lib, preloaded=["unit-conversion"],
-                             config=HarnessConfig(recovery_hints=True)).run("What is 100 meters in yards?")
+                             config=HarnessConfig()).run("What is 100 meters in yards?")
     assert episode.steps[0].results[0].error.code == "unsupported_unit"
     sent = episode.steps[1].results[0].error.message
     assert "Your procedure says:" in sent and "use calculate with the standard factor" in sent
@@ -531,7 +552,7 @@ async def test_a_refusal_after_a_gate_block_is_sent_back(lib):
     start = ("start_cast", {"target": "Office Display"})
     planner = ScriptedPlanner([batch(("get_cast_status", {}), start), {"kind": "refuse", "reason": "stop it first"},
                                call("stop_cast"), call(*start[:1], **start[1]), FINISH])
-    config = HarnessConfig(recovery_hints=True, sequence_holds=True)
+    config = HarnessConfig()
     episode = await _session(planner, phone, CAST, skills=lib, gates=lib.always_on_gates(CAST), config=config).run(
         "send the cast to the office display")
     assert episode.steps[1].results[0].error.code == "not_allowed"

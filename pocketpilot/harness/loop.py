@@ -1,0 +1,237 @@
+"""One run of the loop: assemble the context, ask the planner, route the action, record, stop.
+
+Nothing here decides what a tool does or whether a call is wise: every intervention is a
+policy (:mod:`pocketpilot.harness.policies`), asked before each call, after each step and on
+each stop action. The loop only does what their typed outcomes say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from ..contracts import (
+    Action, AskUser, ChatMessage, Delegate, Episode, Finish, LoadSkill, MemorySearch, MemoryWrite, PlannerTurn,
+    Refuse, Step, StopReason, ToolCall, ToolCallAction, ToolError, ToolResult, Verdict, digest, utcnow,
+)
+from ..errors import MemoryStoreError, PlannerError, PlannerOutputError, UsageError
+from . import actions
+from .base import PlannerOutput, PlanRequest
+from .batch import run_batch
+from .observer import CallEnded, CallStarted, DelegateEnded, DelegateStarted, PlanEnded, PlanStarted, RunEnded, RunStarted
+from .policies import Advice, StepReport
+from .routed import Routed, RunStopped
+from .run_state import RunState
+
+__all__ = ["Run"]
+
+logger = logging.getLogger(__name__)
+
+
+class Run(RunState):
+    """One run: the loop over assemble, plan, route, record, stop."""
+
+    # ------------------------------------------------------------------ the loop
+
+    async def start(self) -> None:
+        self.emit(RunStarted(episode_id=self.header.episode_id, header=self.header, depth=self.s.depth,
+                             parent_step=self.s.parent_step))
+        if self.writer:
+            await self.writer.header(self.header)
+
+    async def loop(self) -> None:
+        request_msg = ChatMessage(role="user", content=self.request, section="request")
+        prefix, prefix_notices = self._prefix()
+        for index in range(self.cfg.max_steps):
+            remaining = self.cfg.max_seconds - (time.monotonic() - self.started)
+            if remaining <= 0:
+                return self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted")
+            if self.tokens >= self.cfg.max_tokens:
+                return self._set_stop("max_tokens", f"token budget of {self.cfg.max_tokens} exhausted ({self.tokens} used)")
+            messages = self.assembler.assemble(prefix, request_msg, self.history)
+            messages[1:1] = self.preamble  # earlier conversation and evidence: after the prefix, before the request
+            seen, context_digest = self._seen(prefix), digest([m.model_dump() for m in messages])
+            self.offered = tuple(k for k in self.kinds if k not in self.withheld) or self.kinds
+            self.withheld = frozenset()
+            started_at, t0 = utcnow(), time.monotonic()
+            try:
+                output = await self._plan(PlanRequest(messages=messages, tools=list(self.tools.values()),
+                                                      kinds=self.offered, skills=self.loadable()), remaining)
+            except TimeoutError:
+                return self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
+            except PlannerOutputError as exc:
+                await self._parse_failure(context_digest, exc, started_at, t0, seen)
+                if self.parse_failures >= self.cfg.max_parse_failures:
+                    return self._set_stop("planner_error", f"{self.parse_failures} unparseable outputs in a row: {exc.reason}")
+                continue
+            except PlannerError as exc:
+                return self._set_stop("planner_error", str(exc))
+            self.parse_failures = 0
+            self.tokens += output.turn.prompt_tokens_evaluated + output.turn.completion_tokens
+            try:
+                routed = await self._route(output.action, index)
+                advice = self._advise(routed, output.action)
+            except RunStopped as stop:
+                routed, advice = Routed(stop=stop.reason, stop_detail=stop.detail), Advice()
+            step = Step(index=len(self.steps), context_digest=context_digest, action=routed.executed or output.action,
+                        results=routed.results, planner=output.turn, retrieved=routed.retrieved,
+                        notices=(prefix_notices if index == 0 else []) + routed.notices + advice.notices,
+                        started_at=started_at, duration_s=time.monotonic() - t0, children=routed.children, **seen)
+            feedback = self._feedback(step.results, routed.notices + advice.notices)
+            await self._record(step, output.turn.raw or output.action.model_dump_json(), feedback)
+            logger.info("step %d: %s", index, output.action.kind)
+            stop = (routed.stop, routed.stop_detail) if routed.stop else (advice.stop.reason, advice.stop.detail) if advice.stop else None
+            if stop is not None:
+                return self._set_stop(*stop)
+            if advice.followups:
+                try:
+                    await self._harness_step(advice.followups, index)
+                except RunStopped as stopped:
+                    return self._set_stop(stopped.reason, stopped.detail)
+            if isinstance(output.action, LoadSkill):
+                prefix, prefix_notices = self._prefix()
+
+    async def _route(self, action: Action, index: int) -> Routed:
+        if action.kind not in self.offered:  # a planner need not have honoured the grammar
+            return Routed(results=[ToolResult.failure("not_allowed", f"{action.kind} is not available here")])
+        if isinstance(action, ToolCallAction):
+            return await self._batch(action)
+        if isinstance(action, (Finish, AskUser, Refuse, Delegate)):
+            held = next((h for p in self.policies if (h := p.on_stop(action, self)) is not None), None)
+            if held is not None:
+                self.harness_said.add(held.message)
+                return Routed(results=[ToolResult.failure(held.code, held.message)])
+        if isinstance(action, Finish):
+            return Routed(stop="finish", stop_detail=action.summary)
+        if isinstance(action, AskUser):
+            return Routed(stop="ask_user", stop_detail=action.question)
+        if isinstance(action, Refuse):
+            return Routed(stop="refuse", stop_detail=action.reason)
+        if isinstance(action, MemorySearch):
+            return await actions.memory_search(self, action)
+        if isinstance(action, MemoryWrite):
+            return await actions.memory_write(self, action, index)
+        if isinstance(action, LoadSkill):
+            return actions.load_skill(self, action)
+        if isinstance(action, Delegate):
+            return await self._observed_delegate(action)
+        raise AssertionError(f"unrouted action kind {action.kind}")  # pragma: no cover
+
+    def _advise(self, routed: Routed, action: Action, *, by_harness: bool = False) -> Advice:
+        """Every policy's advice on the routed step, merged in policy order."""
+        report = StepReport(index=len(self.steps), action=routed.executed or action, calls=routed.calls,
+                            results=routed.results, held=routed.held, by_harness=by_harness)
+        merged = Advice()
+        for policy in self.policies:
+            advice = policy.after_step(report, self)
+            if advice is None:
+                continue
+            merged.notices += advice.notices
+            merged.followups += [c for c in advice.followups if c not in merged.followups]
+            merged.withhold |= advice.withhold
+            merged.stop = merged.stop or advice.stop
+        self.withheld |= merged.withhold
+        return merged
+
+    async def _batch(self, action: ToolCallAction) -> Routed:
+        step, eid = len(self.steps), self.header.episode_id
+
+        def call_id(i: int) -> str:
+            return f"call_{eid[:12]}_{step}_{i}"
+
+        def started(call: ToolCall, i: int) -> None:
+            self.emit(CallStarted(episode_id=eid, step=step, call_id=call_id(i), call=call, spec=self.tools.get(call.name)))
+
+        def ended(call: ToolCall, i: int, result: ToolResult | None, exc: BaseException | None) -> None:
+            self.emit(CallEnded(episode_id=eid, step=step, call_id=call_id(i), call=call, result=result,
+                                error=str(exc) if exc else None, error_type=type(exc).__name__ if exc else None))
+
+        return await run_batch(action, policies=self.policies, tools=self.tools, run=self,
+                               execute=lambda call, i: self.s.executor.call(call), started=started, ended=ended,
+                               said=self.harness_said)
+
+    async def _harness_step(self, calls: list[ToolCall], index: int) -> None:
+        """Run held calls in a step of their own, recorded like any step but with no planner turn."""
+        action = ToolCallAction(calls=calls)
+        started_at, t0 = utcnow(), time.monotonic()
+        routed = await self._batch(action)
+        advice = self._advise(routed, action, by_harness=True)
+        step = Step(index=len(self.steps), context_digest="", action=routed.executed or action, results=routed.results,
+                    notices=[f"run by the harness after step {index + 1}'s results met its precondition",
+                             *routed.notices, *advice.notices],
+                    started_at=started_at, duration_s=time.monotonic() - t0)
+        await self._record(step, action.model_dump_json(), self._feedback(step.results, routed.notices + advice.notices))
+
+    async def _plan(self, request: PlanRequest, remaining: float) -> PlannerOutput:
+        """Ask the planner within the remaining wall time, telling the observer either way."""
+        step, eid = len(self.steps), self.header.episode_id
+        self.emit(PlanStarted(episode_id=eid, step=step, planner=self.s.planner.info))
+        try:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for returns the result of a plan that
+            # completed in the same loop turn as a Ctrl-C, and the cancellation is lost.
+            async with asyncio.timeout(remaining):
+                output = await self.s.planner.plan(request)
+        except (TimeoutError, PlannerError) as exc:
+            turn = getattr(exc, "turn", None)
+            self.emit(PlanEnded(episode_id=eid, step=step, turn=turn if isinstance(turn, PlannerTurn) else None,
+                                error=str(exc) or "wall-time budget exhausted", error_type=type(exc).__name__))
+            raise
+        self.emit(PlanEnded(episode_id=eid, step=step, turn=output.turn))
+        return output
+
+    async def _observed_delegate(self, action: Delegate) -> Routed:
+        """The hand-off, told to the observer: the sub-agent's run nests in it."""
+        step, eid = len(self.steps), self.header.episode_id
+        call_id = f"delegate_{eid[:12]}_{step}"
+        self.emit(DelegateStarted(episode_id=eid, step=step, call_id=call_id, action=action))
+        try:
+            routed = await actions.delegate(self, action)
+        except Exception as exc:
+            self.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))
+            raise
+        self.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, result=routed.results[0] if routed.results else None))
+        return routed
+
+    # ------------------------------------------------------------------ record and end
+
+    async def _record(self, step: Step, assistant: str, feedback: str) -> None:
+        self.steps.append(step)
+        self.history.append([ChatMessage(role="assistant", content=assistant, step=step),
+                             ChatMessage(role="tool", content=feedback, step=step)])
+        if self.writer:
+            await self.writer.step(step)
+        if self.s.on_step is not None:
+            self.s.on_step(step)
+
+    async def _parse_failure(self, context_digest: str, exc: PlannerOutputError, started_at: Any, t0: float,
+                             seen: dict[str, Any]) -> None:
+        self.parse_failures += 1
+        turn = exc.turn if isinstance(exc.turn, PlannerTurn) else PlannerTurn(raw=exc.raw, finish_reason="error")
+        self.tokens += turn.prompt_tokens_evaluated + turn.completion_tokens
+        error = ToolError(code="invalid_action", message=exc.reason)
+        notice = "Your last output was not a valid action. Reply with exactly one JSON action as described."
+        step = Step(index=len(self.steps), context_digest=context_digest, planner=turn, error=error, notices=[notice],
+                    started_at=started_at, duration_s=time.monotonic() - t0, **seen)
+        await self._record(step, exc.raw, json.dumps({"error": error.model_dump(), "notices": [notice]}))
+
+    async def finish(self, reason: StopReason, detail: str, *, run_verifier: bool = True) -> Episode:
+        episode = Episode(header=self.header, steps=self.steps, stop_reason=reason, stop_detail=detail, ended_at=utcnow())
+        if run_verifier and self.s.verifier is not None:
+            verdict = await self.s.verifier(episode)
+            if not isinstance(verdict, Verdict):
+                raise UsageError(f"verifier returned {type(verdict).__name__}, not a Verdict")
+            episode = episode.model_copy(update={"verdict": verdict})
+        self.ended = True  # set before the write: a cancelled end line is still finished by its thread
+        self.emit(RunEnded(episode_id=self.header.episode_id, episode=episode))
+        if self.writer:
+            await self.writer.end(episode)
+            self.writer.close()
+        if run_verifier and self.s.memory is not None and self.cfg.capture_episodes:
+            try:
+                await self.s.memory.capture_episode(episode)
+            except MemoryStoreError:
+                logger.exception("capturing episode %s into memory failed", self.header.episode_id)
+        return episode

@@ -1,0 +1,130 @@
+"""The harness's interventions, one policy each, and the sets every mode runs.
+
+:func:`default_policies` is the one default: the library's ``Session``, ``pocketpilot run``
+and the benchmark's harness mode all run it. :func:`safety_policies` is what bare mode keeps
+(gates and confirmation); a session always runs those two, whatever set it is given. η names
+the set it was compiled with (:func:`from_entries`), so a reviewed η revision can change a
+policy or its parameters, not only a prompt line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ...errors import UsageError
+from .base import (
+    Advice,
+    Allow,
+    BasePolicy,
+    CallDecision,
+    Hold,
+    Policy,
+    Rewrite,
+    RunView,
+    StepReport,
+    Stop,
+    StopAction,
+)
+from .confirmation import Confirmation
+from .gates import Gates, HeldCalls
+from .id_for_name import IdForName
+from .loop_guard import LoopGuard
+from .repeat_failure import RepeatFailure
+from .scope_guard import ScopeGuard
+from .send_back import SendBack
+from .undo_guard import UndoGuard
+
+__all__ = [
+    "REGISTRY",
+    "Advice",
+    "Allow",
+    "BasePolicy",
+    "CallDecision",
+    "Confirmation",
+    "Gates",
+    "HeldCalls",
+    "Hold",
+    "IdForName",
+    "LoopGuard",
+    "Policy",
+    "PolicyError",
+    "RepeatFailure",
+    "Rewrite",
+    "RunView",
+    "ScopeGuard",
+    "SendBack",
+    "StepReport",
+    "Stop",
+    "StopAction",
+    "UndoGuard",
+    "default_entries",
+    "default_policies",
+    "describe",
+    "from_entries",
+    "in_force",
+    "safety_policies",
+]
+
+REGISTRY: dict[str, type[BasePolicy]] = {
+    cls.name: cls
+    for cls in (IdForName, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack, Confirmation)
+}
+"""Policies by the name η uses. Order matters for ``before_call``: a rewrite comes first (the
+gates judge the call that will run), confirmation last (the user is asked only about calls
+that would otherwise run)."""
+
+
+class PolicyError(UsageError):
+    """A policy set names an unknown policy or gives it parameters it does not take."""
+
+
+def default_policies() -> list[Policy]:
+    """The one default set, in order."""
+    return [IdForName(), Gates(), ScopeGuard(), UndoGuard(), LoopGuard(), RepeatFailure(), HeldCalls(),
+            SendBack(), Confirmation()]
+
+
+def safety_policies() -> list[Policy]:
+    """What bare mode keeps: hard preconditions and confirmation."""
+    return [Gates(), Confirmation()]
+
+
+def describe(policies: Iterable[Policy]) -> list[dict[str, Any]]:
+    """``[{"name": ..., "params": {...}}]``: the form η and the trace header record."""
+    return [{"name": p.name, "params": p.params()} for p in policies]
+
+
+def default_entries() -> list[dict[str, Any]]:
+    """The default set in η's form."""
+    return describe(default_policies())
+
+
+def from_entries(entries: Sequence[Mapping[str, Any]]) -> list[Policy]:
+    """Build policies from η's entries (``name`` plus ``params``).
+
+    Raises:
+        PolicyError: an unknown name, or parameters the policy does not take.
+    """
+    out: list[Policy] = []
+    for entry in entries:
+        name = entry.get("name")
+        cls = REGISTRY.get(str(name))
+        if cls is None:
+            raise PolicyError(f"unknown policy {name!r}; known: {', '.join(REGISTRY)}")
+        try:
+            out.append(cls(**dict(entry.get("params") or {})))
+        except (TypeError, ValueError) as exc:
+            raise PolicyError(f"policy {name!r}: {exc}") from exc
+    return out
+
+
+def in_force(policies: Sequence[Policy] | None) -> list[Policy]:
+    """Fresh copies of ``policies`` (the default set for None), with the safety policies added
+    where missing: gates first, confirmation last. No set given to a session can switch off a
+    hard precondition or a confirmation."""
+    chosen = [p.fork() for p in (default_policies() if policies is None else policies)]
+    if not any(p.name == Gates.name for p in chosen):
+        chosen.insert(0, Gates())
+    confirm = [p for p in chosen if p.name == Confirmation.name] or [Confirmation()]
+    return [p for p in chosen if p.name != Confirmation.name] + confirm[:1]

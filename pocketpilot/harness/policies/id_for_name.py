@@ -1,0 +1,74 @@
+"""A call that passed a record's id where a name belongs is told the name, and run with it if repeated.
+
+A small planner looks a contact up and then passes the returned ``id`` ("c7") to a tool that
+takes a name; the tool answers not_found and the planner repeats the lookup,
+hint or no hint. An argument equal to the ``id`` of a record an earlier step returned, in a
+call that failed with not_found or invalid_arguments, gets the record's name (or title,
+label, phone) as the value to pass instead. Sent again, the call's intent is not in doubt
+(the id is the record it looked up), only its spelling: the named form runs instead, the step
+records the call as run (the raw planner output keeps what was asked) and a notice says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...contracts import ToolCall, ToolResult, ToolSpec
+from ._text import call_text, records
+from .base import ALLOW, Advice, BasePolicy, CallDecision, Rewrite, RunView, StepReport
+
+__all__ = ["IdForName"]
+
+_NAME_FIELDS = ("name", "title", "label", "phone", "number")
+
+
+class IdForName(BasePolicy):
+    """Hint the name behind a mistaken id; run the named form when the call is sent again."""
+
+    name = "id_for_name"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._named: dict[str, ToolCall] = {}
+
+    async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
+        named = self._named.get(call.key())
+        if named is None:
+            return ALLOW
+        return Rewrite(named, f"{call_text(call)} failed before because it passes an id; the harness ran "
+                              f"{call_text(named)} instead, as the earlier hint said.")
+
+    def after_step(self, report: StepReport, run: RunView) -> Advice | None:
+        notices = []
+        for call, result in zip(report.calls, report.results):
+            hint = self._hint(call, result, run)
+            if hint is not None:
+                text, named = hint
+                notices.append(text)
+                self._named[call.key()] = named
+        return Advice(notices=notices) if notices else None
+
+    @staticmethod
+    def _hint(call: ToolCall, result: ToolResult, run: RunView) -> tuple[str, ToolCall] | None:
+        if result.error is None or result.error.code not in ("not_found", "invalid_arguments"):
+            return None
+        known: dict[str, dict] = {}
+        for step in run.steps:
+            for r in step.results:
+                if r.ok:
+                    for rec in records(r.data):
+                        known.setdefault(str(rec["id"]), rec)
+        for arg, value in call.arguments.items():
+            rec = known.get(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+            if rec is None:
+                continue
+            for field_name in _NAME_FIELDS:
+                better = rec.get(field_name)
+                if isinstance(better, str) and better and better != str(value):
+                    named = ToolCall(name=call.name, arguments={**call.arguments, arg: better})
+                    return (
+                        f"{value!r} is the id of {better!r}; {call.name} wants a {field_name} in {arg!r}, "
+                        f"not an id: call {call_text(named)}.",
+                        named,
+                    )
+        return None

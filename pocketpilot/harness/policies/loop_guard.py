@@ -1,0 +1,152 @@
+"""A planner going round in circles is told so, and told what is left rather than forced to stop.
+
+A small planner loops: it repeats a batch that just worked (identical context after identical
+context, until max_steps), cycles through a few calls, re-sends a call the world keeps
+rejecting, re-runs one memory search, or delegates the same thing again. The guard notices
+each of these. What it does next depends on what the request still names:
+
+- if a state-changing tool the request's words match (by the tool's *declared* terms: setting
+  key, description, enum values, never its name) has not run successfully yet, the notice
+  names it as what remains and the planner keeps every action: forcing a ``finish`` there
+  turned a loop into a wrong early finish;
+- otherwise the next step is offered no tool call or delegation: it has to conclude.
+
+A call the world has rejected ``fail_limit`` times with identical arguments is held from then
+on, until some state-changing call succeeds (the world changed, so it may pass now). Holds by
+the harness itself (gates, guards, denials) do not count as the world's rejections.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from ...contracts import Delegate, MemorySearch, ToolCall, ToolCallAction, ToolSpec
+from ..scope import content_stems, declared_terms
+from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
+from .gates import held_result
+
+__all__ = ["LoopGuard"]
+
+CONCLUDE = frozenset({"tool_call", "delegate"})
+
+
+def _batch_key(calls: Sequence[ToolCall]) -> tuple[str, ...]:
+    """A batch's identity: its calls' keys, order ignored (calls of one batch run together)."""
+    return tuple(sorted(c.key() for c in calls))
+
+
+def _changes_state(spec: ToolSpec | None) -> bool:
+    return spec is not None and not spec.read_only and spec.effect not in (None, "read")
+
+
+class LoopGuard(BasePolicy):
+    """Notice repeats, cycles and stubborn failures; name what remains or make the planner conclude.
+
+    Args:
+        fail_limit: identical world rejections of one call before it is held.
+        max_cycle: the longest cycle of batches detected (2 catches A, B, A, B).
+    """
+
+    name = "loop_guard"
+
+    def __init__(self, *, fail_limit: int = 3, max_cycle: int = 3) -> None:
+        super().__init__(fail_limit=fail_limit, max_cycle=max_cycle)
+        self.fail_limit, self.max_cycle = fail_limit, max_cycle
+        self._succeeded: dict[tuple[str, ...], int] = {}
+        self._trail: list[tuple[tuple[str, ...], bool]] = []
+        """(batch key, fully succeeded) of each planner tool step."""
+        self._rejected: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ hooks
+
+    async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
+        n = self._rejected[call.key()]
+        if n < self.fail_limit:
+            return ALLOW
+        return Hold("not_allowed", f"{call.name} with these exact arguments was rejected {n} times; the harness "
+                                   "does not send it again. Change the arguments, use another tool, or ask_user.")
+
+    def after_step(self, report: StepReport, run: RunView) -> Advice | None:
+        if report.by_harness:
+            self._count(report, run)
+            return None
+        previous = run.steps[-1].action if run.steps else None
+        if isinstance(report.action, ToolCallAction):
+            return self._tool_step(report, run, previous)
+        if isinstance(report.action, MemorySearch) and isinstance(previous, MemorySearch) and (
+                previous.query.strip().casefold(), previous.tier) == (report.action.query.strip().casefold(), report.action.tier):
+            # the same search re-ran four times in a row until max_steps
+            return Advice(
+                notices=["You just ran this search and got the same memories. Use them now: "
+                         "act on the request or finish with the answer."],
+                withhold=frozenset({"memory_search"}),
+            )
+        if isinstance(report.action, Delegate) and previous == report.action:
+            return self._stuck(run, report, "You just delegated exactly this before and got its result: repeating it changes nothing.")
+        return None
+
+    # ------------------------------------------------------------------ parts
+
+    def _count(self, report: StepReport, run: RunView) -> None:
+        changed = False
+        for call, result in zip(report.calls, report.results):
+            if result.ok:
+                changed = changed or _changes_state(run.tools.get(call.name))
+            elif result.error is not None and not run.said_by_harness(result.error.message):
+                self._rejected[call.key()] += 1
+        if changed:
+            self._rejected.clear()
+
+    def _tool_step(self, report: StepReport, run: RunView, previous: object) -> Advice | None:
+        self._count(report, run)
+        key = _batch_key(report.calls)
+        all_ok = bool(report.results) and all(r.ok for r in report.results)
+        repeats = isinstance(previous, ToolCallAction) and _batch_key(previous.calls) == key
+        self._trail.append((key, all_ok))
+        if report.held and repeats and run.steps and all(r.ok or held_result(r) for r in run.steps[-1].results):
+            # the same batch, held back the same way again: the planner is not reading the hint
+            return self._stuck(run, report, "You sent exactly the same batch again and it was held back again.")
+        if not all_ok:
+            return None
+        if repeats:
+            return self._stuck(run, report, "You just ran exactly these calls, with the same results: repeating them changes nothing.")
+        if self._cycles():
+            return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last steps already did, with the same results.")
+        earlier = self._succeeded.get(key)
+        if earlier is not None:
+            return Advice(notices=[
+                f"Step {earlier} already ran exactly these calls successfully; repeating them changes "
+                "nothing. Do the part of the request that is still missing, or finish if it is all done."
+            ])
+        self._succeeded[key] = report.index
+        return None
+
+    def _cycles(self) -> bool:
+        """Whether the last planner tool steps repeat a cycle of 2..max_cycle fully successful batches."""
+        for period in range(2, self.max_cycle + 1):
+            tail = self._trail[-2 * period:]
+            if len(tail) == 2 * period and all(ok for _, ok in tail) and tail[:period] == tail[period:]:
+                if len({k for k, _ in tail}) > 1:
+                    return True
+        return False
+
+    def _stuck(self, run: RunView, report: StepReport, said: str) -> Advice:
+        remaining = self._remaining(run, report)
+        if remaining:
+            names = "; ".join(f"{s.name} ({s.description.splitlines()[0] if s.description else s.effect})" for s in remaining)
+            return Advice(notices=[f"{said} Not done yet, by the request's words: {names}. Do that next if the request "
+                                   "asks for it; finish only when everything it asks for is done."])
+        return Advice(notices=[f"{said} Your next action must be finish (with the answer from these results), "
+                               "ask_user or refuse."], withhold=CONCLUDE)
+
+    @staticmethod
+    def _remaining(run: RunView, report: StepReport) -> list[ToolSpec]:
+        """State-changing tools the request's words name that have not succeeded in this run."""
+        done = {c.name for c, r in zip(report.calls, report.results) if r.ok}
+        for step in run.steps:
+            if isinstance(step.action, ToolCallAction):
+                done.update(c.name for c, r in zip(step.action.calls, step.results) if r.ok)
+        asked = content_stems(run.request)
+        return [spec for name, spec in run.tools.items()
+                if name not in done and _changes_state(spec) and declared_terms(spec) & asked]

@@ -1,0 +1,40 @@
+"""After the same call has failed a few times, the planner is told to stop guessing that variation."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .base import Advice, BasePolicy, RunView, StepReport
+
+__all__ = ["RepeatFailure"]
+
+
+class RepeatFailure(BasePolicy):
+    """Notice once an identical call (name and arguments) has failed ``limit`` times.
+
+    Args:
+        limit: failures of one exact call before the notice.
+    """
+
+    name = "repeat_failure"
+
+    def __init__(self, *, limit: int = 2) -> None:
+        if limit < 1:
+            raise ValueError("repeat_failure limit must be >= 1")
+        super().__init__(limit=limit)
+        self.limit = limit
+        self._failures: Counter[str] = Counter()
+
+    def after_step(self, report: StepReport, run: RunView) -> Advice | None:
+        notices = []
+        for call, result in zip(report.calls, report.results):
+            if result.ok:
+                continue
+            self._failures[call.key()] += 1
+            n = self._failures[call.key()]
+            if n >= self.limit:
+                notices.append(
+                    f"{call.name} with these exact arguments has failed {n} times. "
+                    "Stop guessing this variation: change the arguments, use another tool, or ask_user."
+                )
+        return Advice(notices=notices) if notices else None

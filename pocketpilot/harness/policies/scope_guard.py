@@ -1,0 +1,61 @@
+"""A device setting that nothing the run was told or found out names stays as it is.
+
+The 1.5B planner's commonest harmful failure in the traces is the settings walk: it makes
+the change it was asked for, then turns on Wi-Fi, Bluetooth, do-not-disturb and a brightness
+level one step after another (a tool list reads to it like a to-do list). The guard reads
+only declared semantics (a tool of effect ``setting``, its setting key, description and enum
+values; see :mod:`pocketpilot.harness.scope`) against what grounds a change:
+
+- the request;
+- the world's own error messages ("bluetooth is off" grounds turning Bluetooth on), never the
+  harness's own hold or denial messages, which name the call they held and would ground its
+  identical retry;
+- a recalled memory only when it is about the request (shares a content word with it): a
+  memory recalled as a distractor must not authorize a change the request never asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from ...contracts import ToolCall, ToolSpec
+from ..scope import content_stems, out_of_scope
+from .base import ALLOW, BasePolicy, CallDecision, Hold, RunView
+
+__all__ = ["ScopeGuard"]
+
+
+def _memory_lines(run: RunView) -> Iterator[str]:
+    """Recalled and retrieved memories, one per line (a recall block lists several)."""
+    for text in run.evidence:
+        yield from (line for line in text.splitlines() if line.strip())
+    for step in run.steps:
+        yield from (m.content for m in step.retrieved)
+
+
+def grounding(run: RunView) -> Iterator[str]:
+    """What may ground a setting change in this run (lazy: only a setting call reads it)."""
+    yield run.request
+    for step in run.steps:
+        yield from (r.error.message for r in step.results
+                    if r.error is not None and not run.said_by_harness(r.error.message))
+    about = content_stems(run.request)
+    for line in _memory_lines(run):
+        if content_stems(line) & about:
+            yield line
+
+
+class ScopeGuard(BasePolicy):
+    """Hold a setting call that nothing grounding names."""
+
+    name = "scope_guard"
+
+    async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
+        if not out_of_scope(spec, grounding(run)):
+            return ALLOW
+        return Hold(
+            "not_allowed",
+            f"{call.name}: neither the request nor any memory about it mentions this setting, so it stays "
+            "as it is. Change only what was asked; if that is done, finish with what you changed (this is no "
+            "reason to refuse).",
+        )

@@ -1,0 +1,35 @@
+"""What routing one action produced: the record the loop turns into a step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..contracts import Action, Episode, RetrievedMemory, StopReason, ToolCall, ToolResult
+
+__all__ = ["RunStopped", "Routed"]
+
+
+@dataclass
+class Routed:
+    """The results of one action, and what the loop records and does next."""
+
+    results: list[ToolResult] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    retrieved: list[RetrievedMemory] = field(default_factory=list)
+    children: list[Episode] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    """For a tool step: the calls as decided (a policy's rewrite applied), one per result."""
+    held: list[ToolCall] = field(default_factory=list)
+    """Calls a gate held back in this step."""
+    executed: Action | None = None
+    """The action as run, where a policy rewrote a call; None: as planned."""
+    stop: StopReason | None = None
+    stop_detail: str = ""
+
+
+class RunStopped(Exception):
+    """Raised inside routing to end the run (a lost device, a policy's Stop)."""
+
+    def __init__(self, reason: StopReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail
