@@ -20,7 +20,7 @@ import pytest
 import pocketpilot
 from pocketpilot.contracts import Finish, ToolCall
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.suites import BfclSuite, SuiteUnavailableError
+from pocketpilot.suites import BfclSuite, SuiteUnavailableError, fetch_wheel
 from pocketpilot.suites.bfcl import classify_result, load_semantics, parse_call, to_json_schema
 from pocketpilot.suites.bfcl_run import oracle_actions, run_bfcl_task
 from pocketpilot.suites.errors import SuiteDataError
@@ -99,6 +99,11 @@ def test_ground_truth_calls_parse_as_literals_only() -> None:
         parse_call("rm(file_name=__import__('os').getcwd())")
     with pytest.raises(SuiteDataError):
         parse_call("x.y()")
+
+
+def test_no_wheel_and_no_download_is_a_typed_unavailable_error(tmp_path: Path) -> None:
+    with pytest.raises(SuiteUnavailableError):  # what the fixture turns into a skip
+        fetch_wheel(tmp_path / "empty", download=False)
 
 
 def test_no_harness_policy_or_skill_names_a_bfcl_class() -> None:
