@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
+from .sections.email import default_email
+from .sections.maps import default_maps
 from .state import (
     Alarm,
     AlarmsState,
@@ -158,4 +160,6 @@ def default_state(seed: int = 0, now: datetime = DEFAULT_NOW) -> PhoneState:
             next_id=3,
         ),
         installed_apps=[AppInfo(package=p, label=lbl) for p, lbl in _APPS],
+        email=default_email(now),
+        maps=default_maps(now),
     )

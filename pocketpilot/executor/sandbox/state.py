@@ -23,6 +23,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .sections.email import EmailState
+from .sections.maps import MapsState
+
 __all__ = [
     "Alarm",
     "AlarmsState",
@@ -229,6 +232,9 @@ class PhoneState(_State):
     installed_apps: list[AppInfo] = Field(default_factory=list)
     foreground_app: str = HOME_PACKAGE
     """Android package name of the app in front; the launcher when at home."""
+    # The sections of the apps added with issue 16 §2 (models and seed data in ``sections/``).
+    email: EmailState = Field(default_factory=EmailState)
+    maps: MapsState = Field(default_factory=MapsState)
 
     @field_validator("now")
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import App
+from ._base import DOMAINS, App, Domain
 from .calculator import CalculatorApp
 from .calendar import CalendarApp
 from .cast import CastApp
@@ -10,14 +10,16 @@ from .clock import ClockApp
 from .contacts import ContactsApp
 from .converter import ConverterApp
 from .earbuds import EarbudsApp
+from .email import EmailApp
 from .health import HealthApp
 from .launcher import LauncherApp
+from .maps import MapsApp
 from .messages import MessagesApp
 from .notes import NotesApp
 from .power import PowerApp
 from .settings import SettingsApp
 
-__all__ = ["APP_CLASSES", "App"]
+__all__ = ["APP_CLASSES", "DOMAINS", "App", "Domain"]
 
 APP_CLASSES: tuple[type[App], ...] = (
     SettingsApp,
@@ -33,5 +35,8 @@ APP_CLASSES: tuple[type[App], ...] = (
     LauncherApp,
     ClockApp,
     CalendarApp,
+    # added with issue 16 §2
+    EmailApp,
+    MapsApp,
 )
 """Every app, in the order their tools are listed to the planner."""

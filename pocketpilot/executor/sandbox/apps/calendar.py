@@ -34,6 +34,7 @@ class CalendarApp(App):
     """List, create and delete calendar events."""
 
     name = "calendar"
+    domain = "productivity"
 
     @tool(effect="read", idempotent=True)
     async def list_events(

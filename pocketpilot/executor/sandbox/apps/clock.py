@@ -20,6 +20,7 @@ class ClockApp(App):
     """Current time and alarms."""
 
     name = "clock"
+    domain = "productivity"
 
     def _find(self, alarm_id: str) -> Alarm:
         for alarm in self.state.alarms.items:

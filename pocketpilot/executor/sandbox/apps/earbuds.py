@@ -16,6 +16,7 @@ class EarbudsApp(App):
     """The earbuds companion: status, connect, noise control."""
 
     name = "earbuds"
+    domain = "media_casting"
 
     @tool(effect="read", idempotent=True)
     async def get_earbuds_status(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ class HealthApp(App):
     """Query the health history."""
 
     name = "health"
+    domain = "health"
 
     def _day(self, when: str) -> date:
         today = self.state.now.date()

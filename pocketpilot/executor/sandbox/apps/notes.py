@@ -18,6 +18,7 @@ class NotesApp(App):
     """Create, list, search, read and delete notes."""
 
     name = "notes"
+    domain = "productivity"
 
     def _find(self, note_id: str) -> Note:
         for note in self.state.notes.items:

@@ -14,6 +14,7 @@ class PowerApp(App):
     """Device information and power off."""
 
     name = "power"
+    domain = "system"
 
     @tool(effect="read", idempotent=True)
     async def get_device_info(self) -> dict[str, Any]:
