@@ -13,6 +13,9 @@ from datetime import datetime, timedelta, timezone
 
 from .sections.email import default_email
 from .sections.maps import default_maps
+from .sections.shop import default_shop
+from .sections.travel import default_travel
+from .sections.wallet import default_wallet
 from .state import (
     Alarm,
     AlarmsState,
@@ -162,4 +165,7 @@ def default_state(seed: int = 0, now: datetime = DEFAULT_NOW) -> PhoneState:
         installed_apps=[AppInfo(package=p, label=lbl) for p, lbl in _APPS],
         email=default_email(now),
         maps=default_maps(now),
+        shop=default_shop(now),
+        travel=default_travel(now),
+        wallet=default_wallet(now),
     )

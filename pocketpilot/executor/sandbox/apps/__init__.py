@@ -14,6 +14,9 @@ from .email import EmailApp
 from .health import HealthApp
 from .launcher import LauncherApp
 from .maps import MapsApp
+from .shop import ShopApp
+from .travel import TravelApp
+from .wallet import WalletApp
 from .messages import MessagesApp
 from .notes import NotesApp
 from .power import PowerApp
@@ -38,5 +41,8 @@ APP_CLASSES: tuple[type[App], ...] = (
     # added with issue 16 §2
     EmailApp,
     MapsApp,
+    WalletApp,
+    TravelApp,
+    ShopApp,
 )
 """Every app, in the order their tools are listed to the planner."""

@@ -58,7 +58,7 @@ def default_email(now: datetime) -> EmailState:
                   subject="Q1 report draft", body="Here is the draft of the Q1 report. Comments by Monday?",
                   at=now - 2 * h, read=False),
             Email(id="mail-2", sender="orders@shopmart.example", sender_name="ShopMart",
-                  to=["me@example.com"], subject="Your order ord-1 has shipped",
+                  to=["me@example.com"], subject="Your order order-13 has shipped",
                   body="Your order of USB-C Charger has shipped and arrives Tuesday.", at=now - 20 * h),
             Email(id="mail-3", sender="news@citybikes.example", sender_name="City Bikes",
                   to=["me@example.com"], subject="Spring rides newsletter", body="Ten routes for spring.",
