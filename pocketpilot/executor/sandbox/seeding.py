@@ -13,6 +13,9 @@ from datetime import datetime, timedelta, timezone
 
 from .sections.email import default_email
 from .sections.maps import default_maps
+from .sections.gallery import default_gallery
+from .sections.files import default_files
+from .sections.bank import default_bank
 from .sections.shop import default_shop
 from .sections.travel import default_travel
 from .sections.wallet import default_wallet
@@ -165,6 +168,9 @@ def default_state(seed: int = 0, now: datetime = DEFAULT_NOW) -> PhoneState:
         installed_apps=[AppInfo(package=p, label=lbl) for p, lbl in _APPS],
         email=default_email(now),
         maps=default_maps(now),
+        gallery=default_gallery(now),
+        files=default_files(now),
+        bank=default_bank(now),
         shop=default_shop(now),
         travel=default_travel(now),
         wallet=default_wallet(now),

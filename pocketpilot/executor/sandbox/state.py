@@ -25,6 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .sections.email import EmailState
 from .sections.maps import MapsState
+from .sections.gallery import GalleryState
+from .sections.files import FilesState
+from .sections.bank import BankState
 from .sections.shop import ShopState
 from .sections.travel import TravelState
 from .sections.wallet import WalletState
@@ -238,6 +241,9 @@ class PhoneState(_State):
     # The sections of the apps added with issue 16 §2 (models and seed data in ``sections/``).
     email: EmailState = Field(default_factory=EmailState)
     maps: MapsState = Field(default_factory=MapsState)
+    gallery: GalleryState = Field(default_factory=GalleryState)
+    files: FilesState = Field(default_factory=FilesState)
+    bank: BankState = Field(default_factory=BankState)
     shop: ShopState = Field(default_factory=ShopState)
     travel: TravelState = Field(default_factory=TravelState)
     wallet: WalletState = Field(default_factory=WalletState)

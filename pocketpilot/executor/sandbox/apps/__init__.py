@@ -14,6 +14,9 @@ from .email import EmailApp
 from .health import HealthApp
 from .launcher import LauncherApp
 from .maps import MapsApp
+from .gallery import GalleryApp
+from .files import FilesApp
+from .bank import BankApp
 from .shop import ShopApp
 from .travel import TravelApp
 from .wallet import WalletApp
@@ -44,5 +47,8 @@ APP_CLASSES: tuple[type[App], ...] = (
     WalletApp,
     TravelApp,
     ShopApp,
+    BankApp,
+    FilesApp,
+    GalleryApp,
 )
 """Every app, in the order their tools are listed to the planner."""
