@@ -13,6 +13,8 @@ from datetime import datetime, timedelta, timezone
 
 from .sections.email import default_email
 from .sections.maps import default_maps
+from .sections.home import default_home
+from .sections.music import default_music
 from .sections.gallery import default_gallery
 from .sections.files import default_files
 from .sections.bank import default_bank
@@ -168,6 +170,8 @@ def default_state(seed: int = 0, now: datetime = DEFAULT_NOW) -> PhoneState:
         installed_apps=[AppInfo(package=p, label=lbl) for p, lbl in _APPS],
         email=default_email(now),
         maps=default_maps(now),
+        home=default_home(),
+        music=default_music(),
         gallery=default_gallery(now),
         files=default_files(now),
         bank=default_bank(now),

@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .sections.email import EmailState
 from .sections.maps import MapsState
+from .sections.home import HomeState
+from .sections.music import MusicState
 from .sections.gallery import GalleryState
 from .sections.files import FilesState
 from .sections.bank import BankState
@@ -241,6 +243,8 @@ class PhoneState(_State):
     # The sections of the apps added with issue 16 §2 (models and seed data in ``sections/``).
     email: EmailState = Field(default_factory=EmailState)
     maps: MapsState = Field(default_factory=MapsState)
+    home: HomeState = Field(default_factory=HomeState)
+    music: MusicState = Field(default_factory=MusicState)
     gallery: GalleryState = Field(default_factory=GalleryState)
     files: FilesState = Field(default_factory=FilesState)
     bank: BankState = Field(default_factory=BankState)

@@ -14,6 +14,8 @@ from .email import EmailApp
 from .health import HealthApp
 from .launcher import LauncherApp
 from .maps import MapsApp
+from .home import HomeApp
+from .music import MusicApp
 from .gallery import GalleryApp
 from .files import FilesApp
 from .bank import BankApp
@@ -50,5 +52,7 @@ APP_CLASSES: tuple[type[App], ...] = (
     BankApp,
     FilesApp,
     GalleryApp,
+    MusicApp,
+    HomeApp,
 )
 """Every app, in the order their tools are listed to the planner."""
