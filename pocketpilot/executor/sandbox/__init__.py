@@ -10,6 +10,7 @@ Use::
 
 from __future__ import annotations
 
+from .catalog import AppEntry, SandboxCatalog
 from .diff import StateChange, diff_states
 from .executor import SandboxExecutor
 from .paths import MISSING, check_path, resolve_path
@@ -19,8 +20,10 @@ from .state import PhoneState
 
 __all__ = [
     "DEFAULT_NOW",
+    "AppEntry",
     "MISSING",
     "PhoneState",
+    "SandboxCatalog",
     "SandboxExecutor",
     "SandboxPhone",
     "StateChange",

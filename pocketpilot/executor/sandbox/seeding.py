@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
-from .sections.email import default_email
-from .sections.maps import default_maps
-from .sections.home import default_home
-from .sections.music import default_music
-from .sections.gallery import default_gallery
-from .sections.files import default_files
 from .sections.bank import default_bank
+from .sections.email import default_email
+from .sections.files import default_files
+from .sections.gallery import default_gallery
+from .sections.home import default_home
+from .sections.maps import default_maps
+from .sections.music import default_music
 from .sections.shop import default_shop
 from .sections.travel import default_travel
 from .sections.wallet import default_wallet

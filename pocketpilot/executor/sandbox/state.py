@@ -23,13 +23,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .sections.email import EmailState
-from .sections.maps import MapsState
-from .sections.home import HomeState
-from .sections.music import MusicState
-from .sections.gallery import GalleryState
-from .sections.files import FilesState
+from .sections.accessibility import AccessibilityState
 from .sections.bank import BankState
+from .sections.email import EmailState
+from .sections.files import FilesState
+from .sections.gallery import GalleryState
+from .sections.home import HomeState
+from .sections.maps import MapsState
+from .sections.music import MusicState
 from .sections.shop import ShopState
 from .sections.travel import TravelState
 from .sections.wallet import WalletState
@@ -241,6 +242,7 @@ class PhoneState(_State):
     foreground_app: str = HOME_PACKAGE
     """Android package name of the app in front; the launcher when at home."""
     # The sections of the apps added with issue 16 §2 (models and seed data in ``sections/``).
+    accessibility: AccessibilityState = Field(default_factory=AccessibilityState)
     email: EmailState = Field(default_factory=EmailState)
     maps: MapsState = Field(default_factory=MapsState)
     home: HomeState = Field(default_factory=HomeState)

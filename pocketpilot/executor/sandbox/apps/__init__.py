@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ._base import DOMAINS, App, Domain
+from .accessibility import AccessibilityApp
+from .bank import BankApp
 from .calculator import CalculatorApp
 from .calendar import CalendarApp
 from .cast import CastApp
@@ -11,21 +13,20 @@ from .contacts import ContactsApp
 from .converter import ConverterApp
 from .earbuds import EarbudsApp
 from .email import EmailApp
+from .files import FilesApp
+from .gallery import GalleryApp
 from .health import HealthApp
+from .home import HomeApp
 from .launcher import LauncherApp
 from .maps import MapsApp
-from .home import HomeApp
-from .music import MusicApp
-from .gallery import GalleryApp
-from .files import FilesApp
-from .bank import BankApp
-from .shop import ShopApp
-from .travel import TravelApp
-from .wallet import WalletApp
 from .messages import MessagesApp
+from .music import MusicApp
 from .notes import NotesApp
 from .power import PowerApp
 from .settings import SettingsApp
+from .shop import ShopApp
+from .travel import TravelApp
+from .wallet import WalletApp
 
 __all__ = ["APP_CLASSES", "DOMAINS", "App", "Domain"]
 
@@ -54,5 +55,6 @@ APP_CLASSES: tuple[type[App], ...] = (
     GalleryApp,
     MusicApp,
     HomeApp,
+    AccessibilityApp,
 )
 """Every app, in the order their tools are listed to the planner."""

@@ -25,7 +25,6 @@ Domain = Literal[
     "files_media",
     "music",
     "smart_home",
-    "weather",
 ]
 """The area of a user's world an app belongs to: reporting and task generation group by it."""
 DOMAINS: tuple[str, ...] = Domain.__args__  # type: ignore[attr-defined]
@@ -49,6 +48,8 @@ class App:
     """Short app name; task files may list it to expose all of the app's tools."""
     domain: ClassVar[Domain]
     """Which area of the user's world the app serves (declared, like its tools' semantics)."""
+    section: ClassVar[str | None] = None
+    """The ``PhoneState`` field holding the app's records, if it has one of its own."""
 
     def __init__(self, phone: StateHolder) -> None:
         self._phone = phone

@@ -24,6 +24,7 @@ class BankApp(App):
 
     name = "bank"
     domain = "finance"
+    section = "bank"
 
     def _account(self, account_id: str) -> Account:
         return find(self.state.bank.accounts, account_id, "account")

@@ -35,6 +35,7 @@ class CalendarApp(App):
 
     name = "calendar"
     domain = "productivity"
+    section = "calendar"
 
     @tool(effect="read", idempotent=True)
     async def list_events(

@@ -18,6 +18,7 @@ class CastApp(App):
 
     name = "cast"
     domain = "media_casting"
+    section = "cast"
 
     @tool(effect="read", idempotent=True)
     async def get_cast_status(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ class ClockApp(App):
 
     name = "clock"
     domain = "productivity"
+    section = "alarms"
 
     def _find(self, alarm_id: str) -> Alarm:
         for alarm in self.state.alarms.items:

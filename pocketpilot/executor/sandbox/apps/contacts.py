@@ -54,6 +54,7 @@ class ContactsApp(App):
 
     name = "contacts"
     domain = "communication"
+    section = "contacts"
 
     @tool(effect="read", name_arg="name", idempotent=True)
     async def lookup_contact(

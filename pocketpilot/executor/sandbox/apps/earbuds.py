@@ -17,6 +17,7 @@ class EarbudsApp(App):
 
     name = "earbuds"
     domain = "media_casting"
+    section = "earbuds"
 
     @tool(effect="read", idempotent=True)
     async def get_earbuds_status(self) -> dict[str, Any]:

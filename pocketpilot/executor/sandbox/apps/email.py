@@ -30,6 +30,7 @@ class EmailApp(App):
 
     name = "email"
     domain = "communication"
+    section = "email"
 
     def _address(self, who: str) -> str:
         """An address as typed, or the address of the contact a name designates."""

@@ -32,6 +32,7 @@ class FilesApp(App):
 
     name = "files"
     domain = "files_media"
+    section = "files"
 
     def _item(self, file_id: str, *, trashed: bool = False) -> FileItem:
         item = find(self.state.files.items, file_id, "file")

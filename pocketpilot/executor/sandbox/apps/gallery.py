@@ -30,6 +30,7 @@ class GalleryApp(App):
 
     name = "gallery"
     domain = "files_media"
+    section = "gallery"
 
     def _item(self, media_id: str) -> MediaItem:
         return find(self.state.gallery.items, media_id, "photo or video")

@@ -19,6 +19,7 @@ class HealthApp(App):
 
     name = "health"
     domain = "health"
+    section = "health"
 
     def _day(self, when: str) -> date:
         today = self.state.now.date()

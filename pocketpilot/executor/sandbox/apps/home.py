@@ -24,6 +24,7 @@ class HomeApp(App):
 
     name = "home"
     domain = "smart_home"
+    section = "home"
 
     def _device(self, device_id: str, *kinds: DeviceKind) -> HomeDevice:
         """A reachable device of one of ``kinds``; offline devices cannot be controlled."""

@@ -34,6 +34,7 @@ class MapsApp(App):
 
     name = "maps"
     domain = "maps_navigation"
+    section = "maps"
 
     def _place(self, place_id: str) -> Place:
         return find(self.state.maps.places, place_id, "place")

@@ -22,6 +22,7 @@ class MessagesApp(App):
 
     name = "messages"
     domain = "communication"
+    section = "messages"
 
     @tool(effect="send", destructive=True, idempotent=False, open_world=True)
     async def send_sms(

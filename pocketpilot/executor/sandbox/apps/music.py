@@ -27,6 +27,7 @@ class MusicApp(App):
 
     name = "music"
     domain = "music"
+    section = "music"
 
     def _track(self, track_id: str) -> Track:
         return find(self.state.music.tracks, track_id, "track")

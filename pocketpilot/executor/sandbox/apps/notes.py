@@ -19,6 +19,7 @@ class NotesApp(App):
 
     name = "notes"
     domain = "productivity"
+    section = "notes"
 
     def _find(self, note_id: str) -> Note:
         for note in self.state.notes.items:

@@ -15,6 +15,7 @@ class PowerApp(App):
 
     name = "power"
     domain = "system"
+    section = "device"
 
     @tool(effect="read", idempotent=True)
     async def get_device_info(self) -> dict[str, Any]:

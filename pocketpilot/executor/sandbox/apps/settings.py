@@ -18,6 +18,7 @@ class SettingsApp(App):
 
     name = "settings"
     domain = "settings_connectivity"
+    section = "settings"
 
     @tool(effect="read", idempotent=True)
     async def get_settings(self) -> dict[str, Any]:

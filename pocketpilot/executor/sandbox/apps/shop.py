@@ -28,6 +28,7 @@ class ShopApp(App):
 
     name = "shop"
     domain = "shopping_payments"
+    section = "shop"
 
     def _product(self, product_id: str) -> Product:
         return find(self.state.shop.products, product_id, "product")

@@ -37,6 +37,7 @@ class TravelApp(App):
 
     name = "travel"
     domain = "travel_transport"
+    section = "travel"
 
     def _search(self, kind: str, origin: str, destination: str, date: str, max_price: float | None) -> list[dict[str, Any]]:
         day = date_type.fromisoformat(date)

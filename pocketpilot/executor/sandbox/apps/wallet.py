@@ -27,6 +27,7 @@ class WalletApp(App):
 
     name = "wallet"
     domain = "shopping_payments"
+    section = "wallet"
 
     def _card(self, card_id: str) -> PaymentCard:
         return find(self.state.wallet.cards, card_id, "card")
