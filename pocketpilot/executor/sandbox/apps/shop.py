@@ -168,7 +168,7 @@ class ShopApp(App):
         return self._totals()
 
     @tool(effect="purchase", open_world=True, idempotent=False)
-    async def checkout(
+    async def place_order(
         self,
         card_id: str | None = Field(None, description="Card to pay with; the default card if omitted."),
         address: str | None = Field(None, max_length=120, description="Delivery address; home if omitted."),
