@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
 from pydantic import Field
@@ -87,7 +88,7 @@ class MusicApp(App):
             raise ToolFailure("precondition_failed", f"{playlist.name} is empty")
         queue = list(playlist.track_ids)
         if music.player.shuffle:
-            queue = sorted(queue, key=lambda tid: (_shuffle_rank(tid), tid))
+            queue = sorted(queue, key=_shuffle_rank)
         return self._start(queue, playlist.id)
 
     @tool(effect="update", idempotent=True)
@@ -255,9 +256,6 @@ class MusicApp(App):
         return {"deleted": playlist.id}
 
 
-def _shuffle_rank(track_id: str) -> int:
+def _shuffle_rank(track_id: str) -> str:
     """A fixed pseudo-random rank per track: shuffle stays deterministic across runs and seeds."""
-    value = 0
-    for ch in track_id:
-        value = (value * 131 + ord(ch)) % 1_000_003
-    return (value * 7919) % 1_000_003
+    return hashlib.sha256(track_id.encode()).hexdigest()
