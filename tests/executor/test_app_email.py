@@ -26,17 +26,17 @@ SUCCESSES = [
        lambda d, s: _sent(s)[0].cc == ["bob@example.com"]),
     Ok("reply_email", {"email_id": "mail-4", "body": "Yes!", "reply_all": True},
        lambda d, s: d["to"] == ["bob@example.com"] and d["cc"] == ["alice.chen@example.com"]
-       and _sent(s)[0].subject == "Re: Saturday hike"),
+       and _sent(s)[0].title == "Re: Saturday hike"),
     Ok("reply_email", {"email_id": "mail-4", "body": "Yes!"}, lambda d, s: _sent(s)[0].cc == []),
     Ok("forward_email", {"email_id": "mail-2", "to": ["Priya"], "note": "FYI"},
-       lambda d, s: _sent(s)[0].subject == "Fwd: Your order order-13 has shipped"
+       lambda d, s: _sent(s)[0].title == "Fwd: Your order order-13 has shipped"
        and _sent(s)[0].body.startswith("FYI") and "USB-C Charger" in _sent(s)[0].body),
     Ok("save_draft", {"subject": "Plan", "to": ["jordan"]},
        lambda d, s: d["to"] == ["jordan.kim@example.com"] and s.email.drafts[-1].id == "draft-8"),
     Ok("list_drafts", {}, lambda d, s: d == [{"id": "draft-7", "to": ["jordan.kim@example.com"],
                                               "subject": "Lunch next week"}]),
     Ok("send_draft", {"draft_id": "draft-7"},
-       lambda d, s: not s.email.drafts and _sent(s)[0].subject == "Lunch next week" and d["draft"] == "draft-7"),
+       lambda d, s: not s.email.drafts and _sent(s)[0].title == "Lunch next week" and d["draft"] == "draft-7"),
     Ok("delete_draft", {"draft_id": "draft-7"}, lambda d, s: s.email.drafts == []),
     Ok("mark_email_read", {"email_id": "mail-1"}, lambda d, s: s.email.items[0].read),
     Ok("mark_email_read", {"email_id": "mail-2", "read": False}, lambda d, s: not s.email.items[1].read),

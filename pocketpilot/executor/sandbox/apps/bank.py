@@ -100,7 +100,7 @@ class BankApp(App):
         spent = self._spent(month)
         return {"month": month, "by_category": spent, "total": money(sum(spent.values()))}
 
-    @tool(effect="update", idempotent=False)
+    @tool(effect="update", id_arg="from_account_id", idempotent=False)
     async def transfer_between_accounts(
         self,
         from_account_id: str = Field(description="Account the money leaves."),

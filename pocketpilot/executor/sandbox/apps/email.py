@@ -21,7 +21,7 @@ Recipients = list[str]
 
 
 def _summary(m: Email) -> dict[str, Any]:
-    return {"id": m.id, "folder": m.folder, "from": m.sender_name or m.sender, "subject": m.subject,
+    return {"id": m.id, "folder": m.folder, "from": m.sender_name or m.sender, "subject": m.title,
             "at": m.at.isoformat(), "read": m.read, "flagged": m.flagged}
 
 
@@ -49,7 +49,7 @@ class EmailApp(App):
         box = state.email
         to_addresses, cc_addresses = [self._address(t) for t in to], [self._address(c) for c in cc]
         sent = Email(id=issue_id(box, "mail"), folder="sent", sender=box.account, sender_name="Me",
-                     to=to_addresses, cc=cc_addresses, subject=subject, body=body, at=state.now)
+                     to=to_addresses, cc=cc_addresses, title=subject, body=body, at=state.now)
         box.items = [*box.items, sent]
         return sent
 
@@ -80,7 +80,9 @@ class EmailApp(App):
         Args:
             email_id: The email id, e.g. mail-1.
         """
-        return self._email(email_id).model_dump(mode="json")
+        data = self._email(email_id).model_dump(mode="json")
+        data["subject"] = data.pop("title")  # the state calls it title, like every record's human name
+        return data
 
     @tool(effect="read", idempotent=True)
     async def search_emails(
@@ -98,7 +100,7 @@ class EmailApp(App):
         return [
             _summary(m) for m in self.state.email.items
             if (folder is None or m.folder == folder)
-            and any(q in s.lower() for s in (m.sender, m.sender_name, m.subject, m.body))
+            and any(q in s.lower() for s in (m.sender, m.sender_name, m.title, m.body))
         ]
 
     @tool(effect="send", destructive=True, idempotent=False, open_world=True, name_arg="subject")
@@ -138,7 +140,7 @@ class EmailApp(App):
         if original.folder == "sent":
             raise ToolFailure("precondition_failed", f"{email_id} is one you sent; use send_email to write again")
         cc = [c for c in original.cc if c != self.state.email.account] if reply_all else []
-        subject = original.subject if original.subject.startswith("Re: ") else f"Re: {original.subject}"
+        subject = original.title if original.title.startswith("Re: ") else f"Re: {original.title}"
         sent = self._deliver([original.sender], cc, subject, body)
         return {"id": sent.id, "to": sent.to, "cc": sent.cc, "subject": subject, "status": "sent"}
 
@@ -158,7 +160,7 @@ class EmailApp(App):
         """
         original = self._email(email_id)
         body = f"{note}\n\n---------- Forwarded message ----------\n{original.body}".lstrip()
-        sent = self._deliver(to, [], f"Fwd: {original.subject}", body)
+        sent = self._deliver(to, [], f"Fwd: {original.title}", body)
         return {"id": sent.id, "to": sent.to, "status": "sent"}
 
     @tool(effect="create", name_arg="subject", idempotent=False)
@@ -177,7 +179,7 @@ class EmailApp(App):
         """
         state = self.state
         addresses = [self._address(t) for t in to]
-        draft = EmailDraft(id=issue_id(state.email, "draft"), to=addresses, subject=subject, body=body,
+        draft = EmailDraft(id=issue_id(state.email, "draft"), to=addresses, title=subject, body=body,
                            updated_at=state.now)
         state.email.drafts = [*state.email.drafts, draft]
         return draft.model_dump(mode="json")
@@ -185,7 +187,7 @@ class EmailApp(App):
     @tool(effect="read", idempotent=True)
     async def list_drafts(self) -> list[dict[str, Any]]:
         """List unsent drafts (id, recipients, subject)."""
-        return [{"id": d.id, "to": d.to, "subject": d.subject} for d in self.state.email.drafts]
+        return [{"id": d.id, "to": d.to, "subject": d.title} for d in self.state.email.drafts]
 
     @tool(effect="send", destructive=True, idempotent=False, open_world=True, id_arg="draft_id")
     async def send_draft(self, draft_id: str = Field(description="The draft id, e.g. draft-7.")) -> dict[str, Any]:
@@ -198,7 +200,7 @@ class EmailApp(App):
         draft = find(box.drafts, draft_id, "draft")
         if not draft.to:
             raise ToolFailure("precondition_failed", f"{draft_id} has no recipients; save it again with some")
-        sent = self._deliver(draft.to, [], draft.subject, draft.body)
+        sent = self._deliver(draft.to, [], draft.title, draft.body)
         box.drafts = [d for d in box.drafts if d.id != draft_id]
         return {"id": sent.id, "to": sent.to, "status": "sent", "draft": draft_id}
 

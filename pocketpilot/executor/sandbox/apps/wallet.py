@@ -97,7 +97,7 @@ class WalletApp(App):
         wallet = self.state.wallet
         return {"balance": wallet.balance, "currency": wallet.currency}
 
-    @tool(effect="purchase", idempotent=False)
+    @tool(effect="purchase", open_world=True, idempotent=False)
     async def top_up_wallet(
         self,
         amount: float = Field(gt=0, le=1000, description="Amount to add, in the wallet currency."),
