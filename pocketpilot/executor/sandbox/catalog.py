@@ -26,6 +26,9 @@ class AppEntry(BaseModel):
     description: str
     section: str | None
     """The ``PhoneState`` field the app keeps its records in, when it has one of its own."""
+    package: str | None
+    """The Android package it appears as on the simulated phone."""
+    label: str | None
     tools: list[ToolSpec]
 
 
@@ -66,6 +69,8 @@ def build_catalog(apps: dict[str, App], tools_of: dict[str, list[ToolSpec]]) -> 
             domain=type(app).domain,
             description=inspect.getdoc(type(app)) or "",
             section=section if section in PhoneState.model_fields else None,
+            package=type(app).package,
+            label=type(app).label,
             tools=tools_of[name],
         ))
     return SandboxCatalog(apps=entries)

@@ -50,6 +50,10 @@ class App:
     """Which area of the user's world the app serves (declared, like its tools' semantics)."""
     section: ClassVar[str | None] = None
     """The ``PhoneState`` field holding the app's records, if it has one of its own."""
+    package: ClassVar[str | None] = None
+    """The Android package the simulated phone shows the app as (None: a system function)."""
+    label: ClassVar[str | None] = None
+    """Its launcher label."""
 
     def __init__(self, phone: StateHolder) -> None:
         self._phone = phone

@@ -19,6 +19,8 @@ class AccessibilityApp(App):
     name = "accessibility"
     domain = "accessibility"
     section = "accessibility"
+    package = "com.android.settings"
+    label = "Settings"
 
     def _set(self, key: str, value: Any) -> dict[str, Any]:
         setattr(self.state.accessibility, key, value)

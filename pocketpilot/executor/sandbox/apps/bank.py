@@ -25,6 +25,8 @@ class BankApp(App):
     name = "bank"
     domain = "finance"
     section = "bank"
+    package = "com.pocketpilot.bank"
+    label = "Bank"
 
     def _account(self, account_id: str) -> Account:
         return find(self.state.bank.accounts, account_id, "account")

@@ -31,6 +31,8 @@ class EmailApp(App):
     name = "email"
     domain = "communication"
     section = "email"
+    package = "com.google.android.gm"
+    label = "Gmail"
 
     def _address(self, who: str) -> str:
         """An address as typed, or the address of the contact a name designates."""

@@ -33,6 +33,8 @@ class FilesApp(App):
     name = "files"
     domain = "files_media"
     section = "files"
+    package = "com.google.android.apps.nbu.files"
+    label = "Files"
 
     def _item(self, file_id: str, *, trashed: bool = False) -> FileItem:
         item = find(self.state.files.items, file_id, "file")

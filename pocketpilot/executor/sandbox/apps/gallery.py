@@ -31,6 +31,8 @@ class GalleryApp(App):
     name = "gallery"
     domain = "files_media"
     section = "gallery"
+    package = "com.google.android.apps.photos"
+    label = "Photos"
 
     def _item(self, media_id: str) -> MediaItem:
         return find(self.state.gallery.items, media_id, "photo or video")

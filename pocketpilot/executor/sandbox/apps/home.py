@@ -25,6 +25,8 @@ class HomeApp(App):
     name = "home"
     domain = "smart_home"
     section = "home"
+    package = "com.google.android.apps.chromecast.app"
+    label = "Home"
 
     def _device(self, device_id: str, *kinds: DeviceKind) -> HomeDevice:
         """A reachable device of one of ``kinds``; offline devices cannot be controlled."""

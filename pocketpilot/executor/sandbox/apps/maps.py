@@ -35,6 +35,8 @@ class MapsApp(App):
     name = "maps"
     domain = "maps_navigation"
     section = "maps"
+    package = "com.google.android.apps.maps"
+    label = "Maps"
 
     def _place(self, place_id: str) -> Place:
         return find(self.state.maps.places, place_id, "place")

@@ -29,6 +29,8 @@ class MusicApp(App):
     name = "music"
     domain = "music"
     section = "music"
+    package = "com.spotify.music"
+    label = "Spotify"
 
     def _track(self, track_id: str) -> Track:
         return find(self.state.music.tracks, track_id, "track")

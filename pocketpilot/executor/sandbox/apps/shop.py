@@ -29,6 +29,8 @@ class ShopApp(App):
     name = "shop"
     domain = "shopping_payments"
     section = "shop"
+    package = "com.pocketpilot.shopmart"
+    label = "ShopMart"
 
     def _product(self, product_id: str) -> Product:
         return find(self.state.shop.products, product_id, "product")

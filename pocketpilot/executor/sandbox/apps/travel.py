@@ -38,6 +38,8 @@ class TravelApp(App):
     name = "travel"
     domain = "travel_transport"
     section = "travel"
+    package = "com.pocketpilot.travel"
+    label = "Trips"
 
     def _search(self, kind: str, origin: str, destination: str, date: str, max_price: float | None) -> list[dict[str, Any]]:
         day = date_type.fromisoformat(date)

@@ -28,6 +28,8 @@ class WalletApp(App):
     name = "wallet"
     domain = "shopping_payments"
     section = "wallet"
+    package = "com.google.android.apps.walletnfcrel"
+    label = "Wallet"
 
     def _card(self, card_id: str) -> PaymentCard:
         return find(self.state.wallet.cards, card_id, "card")
