@@ -10,6 +10,7 @@ Use::
 
 from __future__ import annotations
 
+from .apps import EVERYDAY_APPS
 from .catalog import AppEntry, SandboxCatalog
 from .diff import StateChange, diff_states
 from .executor import SandboxExecutor
@@ -20,6 +21,7 @@ from .state import PhoneState
 
 __all__ = [
     "DEFAULT_NOW",
+    "EVERYDAY_APPS",
     "AppEntry",
     "MISSING",
     "PhoneState",

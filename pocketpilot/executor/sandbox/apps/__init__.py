@@ -28,7 +28,7 @@ from .shop import ShopApp
 from .travel import TravelApp
 from .wallet import WalletApp
 
-__all__ = ["APP_CLASSES", "DOMAINS", "App", "Domain"]
+__all__ = ["APP_CLASSES", "DOMAINS", "EVERYDAY_APPS", "App", "Domain"]
 
 APP_CLASSES: tuple[type[App], ...] = (
     SettingsApp,
@@ -58,3 +58,8 @@ APP_CLASSES: tuple[type[App], ...] = (
     AccessibilityApp,
 )
 """Every app, in the order their tools are listed to the planner."""
+
+EVERYDAY_APPS: tuple[str, ...] = tuple(cls.name for cls in APP_CLASSES[:13])
+"""What a free request sees unless told otherwise: the phone's everyday functions (settings,
+messages, notes, clock...), 37 tools. Every app at once is more than a small planner's tool budget
+(``ContextBudget.tools``); tasks name the apps they need."""
