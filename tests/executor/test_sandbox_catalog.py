@@ -147,3 +147,24 @@ def test_cli_lists_apps_tools_and_domains(capsys: pytest.CaptureFixture[str]) ->
     cli.main(args=["sandbox", "apps"], prog_name="pocketpilot", standalone_mode=False)
     text = capsys.readouterr().out
     assert text.rstrip().endswith(f"{len(CATALOG.apps)} apps, {CATALOG.tool_count} tools, {len(CATALOG.domains)} domains")
+
+
+async def test_after_power_off_every_new_tool_fails_with_device_off() -> None:
+    from pocketpilot.contracts import ToolCall
+    from pocketpilot.executor.sandbox import SandboxExecutor
+
+    phone = SandboxPhone()
+    ex = SandboxExecutor(phone)
+    assert (await ex.call(ToolCall(name="power_off"))).ok
+    frozen = phone.snapshot()
+    tried = 0
+    for entry in CATALOG.apps:
+        if entry.name in ORIGINAL_APPS:
+            continue
+        for spec in entry.tools:
+            if spec.parameters.get("required"):
+                continue  # arguments are checked first; the gate is the same for every tool
+            result = await ex.call(ToolCall(name=spec.name))
+            assert result.error is not None and result.error.code == "device_off", spec.name
+            tried += 1
+    assert tried >= 30 and phone.state == frozen

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ...contracts import ToolSpec
 from .apps import App
+from .state import PhoneState
 
 __all__ = ["AppEntry", "SandboxCatalog", "build_catalog"]
 
@@ -59,8 +60,6 @@ class SandboxCatalog(BaseModel):
 
 def build_catalog(apps: dict[str, App], tools_of: dict[str, list[ToolSpec]]) -> SandboxCatalog:
     """The catalog of ``apps`` (name → bound app) with ``tools_of`` (name → its tools' specs)."""
-    from .state import PhoneState
-
     entries = []
     for name, app in apps.items():
         section = getattr(type(app), "section", None)
