@@ -168,3 +168,12 @@ async def test_after_power_off_every_new_tool_fails_with_device_off() -> None:
             assert result.error is not None and result.error.code == "device_off", spec.name
             tried += 1
     assert tried >= 30 and phone.state == frozen
+
+
+def test_every_tool_schema_becomes_a_llama_cpp_grammar() -> None:
+    """The planner constrains decoding with a grammar built from the tools' schemas."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from pocketpilot.harness.action_schema import action_json_schema
+
+    for spec in SPECS:
+        llama_cpp.LlamaGrammar.from_json_schema(json.dumps(action_json_schema([spec])), verbose=False)
