@@ -9,11 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, get_args
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
-
 from pocketpilot.cli.main import cli
 from pocketpilot.executor.sandbox import PhoneState, SandboxPhone, default_state
 from pocketpilot.executor.sandbox.apps import APP_CLASSES, DOMAINS
@@ -96,35 +94,29 @@ def test_setting_keys_are_unique() -> None:
     assert len(keys) == len(set(keys))
 
 
-def _records(model: type[BaseModel]) -> list[tuple[str, type[BaseModel]]]:
-    out = []
-    for name, field in model.model_fields.items():
-        args = get_args(field.annotation)
-        if args and isinstance(args[0], type) and issubclass(args[0], BaseModel) and "id" in args[0].model_fields:
-            out.append((name, args[0]))
-    return out
-
-
-@pytest.mark.parametrize("section", [a.section for a in CATALOG.apps if a.name not in ORIGINAL_APPS])
-def test_new_sections_are_regular_for_a_generic_generator(section: str) -> None:
+@pytest.mark.parametrize("entry", [a for a in CATALOG.apps if a.name not in ORIGINAL_APPS], ids=lambda a: a.name)
+def test_new_sections_are_regular_for_a_generic_generator(entry: Any) -> None:
     """Record lists of records with an id and a name or title; ids below the section's next_id."""
-    model = PhoneState.model_fields[section].annotation
-    assert isinstance(model, type) and issubclass(model, BaseModel)
-    data = default_state().model_dump(mode="json")[section]
-    lists = _records(model)
-    if not lists:  # a settings-only section (accessibility): plain values, no records
+    model = PhoneState.model_fields[entry.section].annotation
+    data = default_state().model_dump(mode="json")[entry.section]
+    if not entry.records:  # a settings-only section (accessibility): plain values, no records
         assert all(not isinstance(v, (list, dict)) for v in data.values())
+        assert all(f"set_{k}" in {s.name for s in entry.tools} or k == "font_scale" for k in data)
         return
     assert "next_id" in model.model_fields
     seen: set[str] = set()
-    for field, record in lists:
-        assert {"name", "title"} & set(record.model_fields), f"{section}.{field} records have no human name"
-        for item in data[field]:
+    for records in entry.records:
+        assert records.name_field in {"name", "title"}, records.path
+        assert records.fields[0] == "id"
+        items = data[records.path.split(".", 1)[1]]
+        for item in items:
             assert item["id"] not in seen, item["id"]  # ids are unique across the section's lists
             seen.add(item["id"])
             number = re.fullmatch(r"[a-z]+-(\d+)", item["id"])
             assert number, item["id"]
-            assert int(number.group(1)) < data["next_id"], (section, item["id"])  # a new id never collides
+            assert int(number.group(1)) < data["next_id"], (entry.section, item["id"])  # a new id never collides
+            assert item[records.name_field], item["id"]
+    assert seen, f"{entry.section} is seeded with records"
 
 
 def test_the_original_apps_and_their_default_world_are_untouched() -> None:

@@ -11,7 +11,7 @@ Use::
 from __future__ import annotations
 
 from .apps import EVERYDAY_APPS
-from .catalog import AppEntry, SandboxCatalog
+from .catalog import AppEntry, RecordList, SandboxCatalog
 from .diff import StateChange, diff_states
 from .executor import SandboxExecutor
 from .paths import MISSING, check_path, resolve_path
@@ -25,6 +25,7 @@ __all__ = [
     "AppEntry",
     "MISSING",
     "PhoneState",
+    "RecordList",
     "SandboxCatalog",
     "SandboxExecutor",
     "SandboxPhone",

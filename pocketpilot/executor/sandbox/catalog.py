@@ -7,6 +7,9 @@ declared semantics from here rather than importing every app module.
 from __future__ import annotations
 
 import inspect
+import types
+import typing
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
@@ -14,7 +17,20 @@ from ...contracts import ToolSpec
 from .apps import App
 from .state import PhoneState
 
-__all__ = ["AppEntry", "SandboxCatalog", "build_catalog"]
+__all__ = ["AppEntry", "RecordList", "SandboxCatalog", "build_catalog", "record_lists"]
+
+
+class RecordList(BaseModel):
+    """A list of records in the state: where it is, and which field names a record for a person."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    """Dotted path of the list, e.g. ``email.items``."""
+    name_field: str
+    """``name``, ``title`` or ``label``: what a user calls a record by (``id`` if nothing)."""
+    fields: list[str]
+    """Every field of its records (``id`` first)."""
 
 
 class AppEntry(BaseModel):
@@ -30,6 +46,8 @@ class AppEntry(BaseModel):
     package: str | None
     """The Android package it appears as on the simulated phone."""
     label: str | None
+    records: list[RecordList]
+    """The record lists of its section (empty for settings-only sections and apps without one)."""
     tools: list[ToolSpec]
 
 
@@ -70,8 +88,32 @@ def build_catalog(apps: dict[str, App], tools_of: dict[str, list[ToolSpec]]) -> 
             section=section if section in PhoneState.model_fields else None,
             package=type(app).package,
             label=type(app).label,
+            records=record_lists(section) if section in PhoneState.model_fields else [],
             tools=tools_of[name],
         ))
     return SandboxCatalog(apps=entries)
 
 
+
+
+def _list_item(annotation: Any) -> Any:
+    """The item type of ``list[X]`` (through Optional/Annotated), else None."""
+    while get_origin(annotation) in (typing.Annotated, typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = args[0]
+    return get_args(annotation)[0] if get_origin(annotation) is list else None
+
+
+def record_lists(section: str) -> list[RecordList]:
+    """The lists of records with an ``id`` in a ``PhoneState`` section, with their name field."""
+    model = PhoneState.model_fields[section].annotation
+    out: list[RecordList] = []
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return out
+    for field, info in model.model_fields.items():
+        item = _list_item(info.annotation)
+        if isinstance(item, type) and issubclass(item, BaseModel) and "id" in item.model_fields:
+            names = [f for f in ("name", "title", "label") if f in item.model_fields]
+            out.append(RecordList(path=f"{section}.{field}", name_field=names[0] if names else "id",
+                                  fields=list(item.model_fields)))
+    return out
