@@ -169,3 +169,28 @@ def test_every_tool_schema_becomes_a_llama_cpp_grammar() -> None:
 
     for spec in SPECS:
         llama_cpp.LlamaGrammar.from_json_schema(json.dumps(action_json_schema([spec])), verbose=False)
+
+
+ERROR_CODES = {"not_found", "invalid_arguments", "precondition_failed", "conflict", "ambiguous", "insufficient_funds",
+               "out_of_stock", "permission_denied"}
+"""The failure vocabulary of the apps added with issue 16 §2 (plus device_off from the power gate)."""
+
+
+def test_the_new_apps_fail_with_a_small_shared_vocabulary_of_codes() -> None:
+    import ast
+    import inspect
+
+    import pocketpilot.executor.sandbox.apps._payments as payments
+    import pocketpilot.executor.sandbox.apps._records as records
+
+    modules = [records, payments, *(inspect.getmodule(type(app)) for app in SandboxPhone().apps.values()
+                                    if type(app).name not in ORIGINAL_APPS)]
+    used: set[str] = set()
+    for module in modules:
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ToolFailure":
+                code = node.args[0]
+                assert isinstance(code, ast.Constant), f"{module.__name__}: a computed error code"
+                used.add(code.value)
+    assert used <= ERROR_CODES, used - ERROR_CODES
+    assert {"insufficient_funds", "out_of_stock", "permission_denied", "precondition_failed"} <= used

@@ -6,6 +6,9 @@ Use::
     executor = SandboxExecutor(phone, ["settings", "send_sms"])  # app names or tool names
     result = await executor.call(ToolCall(name="set_wifi", arguments={"enabled": False}))
     phone.state.settings.wifi  # False
+
+``phone.catalog()`` describes the world as data: every app with its domain, state section,
+record lists and tool specs (``pocketpilot sandbox apps`` prints it).
 """
 
 from __future__ import annotations
