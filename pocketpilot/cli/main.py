@@ -25,6 +25,7 @@ from .models import models
 from .review import review
 from .rollout import rollout
 from .run import demo, run
+from .sandbox import sandbox
 from .trace import trace
 
 __all__ = ["cli", "main"]
@@ -41,7 +42,7 @@ def cli(verbose: int) -> None:
 
 
 for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose, devices, simphone,
-                checkpoint, rollout, cache):
+                checkpoint, rollout, cache, sandbox):
     cli.add_command(command)
 
 

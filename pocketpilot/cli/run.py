@@ -13,7 +13,7 @@ import click
 
 from ..contracts import Episode, Step, ToolCall, ToolSpec
 from ..errors import UsageError
-from ..executor.sandbox import SandboxExecutor, SandboxPhone
+from ..executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
     CallbackConfirmation,
@@ -97,7 +97,8 @@ def _show(step: Step) -> None:
 
 def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
              yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None,
-             observer: RunObserver | None = None, servers: Sequence[McpServer] = ()) -> None:
+             observer: RunObserver | None = None, servers: Sequence[McpServer] = (),
+             apps: Sequence[str] | None = None) -> None:
     """Run with the full harness: skills and their gates, η guidance, and (for tasks) seeded memory."""
     kit = load_harness_kit()
     if task is not None and device is None:
@@ -130,7 +131,7 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
         click.echo(f"request: {request}")
     else:
         phone = SandboxPhone()
-        executor = SandboxExecutor(phone)
+        executor = SandboxExecutor(phone, list(apps) if apps else list(EVERYDAY_APPS))
         # Routed like a bench request: the skills it needs in the first context, no memory actions.
         extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False, request=request,
                                    memory_search=False)
@@ -193,17 +194,23 @@ def _load(task_file: str | None, task_id: str | None, device: str | None,
               help="Where the JSONL trace goes (default: the pocketpilot cache).")
 @click.option("--device", default=None, help="Run on an adb device (serial or host:port) instead of the sandbox.")
 @click.option("--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037).")
+@click.option("--apps", "apps", default=None,
+              help="Sandbox apps (or tools) a REQUEST may use, comma-separated (default: the everyday apps; "
+                   "`pocketpilot sandbox apps` lists them all).")
 @mcp_options
 @otel_option
 @planner_options
 def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
         trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
         temperature: float, max_new_tokens: int, pull: bool, otel: str | None = None,
-        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = ()) -> None:
+        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = (), apps: str | None = None) -> None:
     """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
     observer = start_telemetry(otel)  # bad flags fail before a device or the model is touched
     servers = mcp_servers(mcp_commands, mcp_urls)
     task = _load(task_file, task_id, device, servers)  # a bad task file fails before the model loads
+    chosen = [a.strip() for a in apps.split(",") if a.strip()] if apps else None
+    if chosen is not None:
+        SandboxExecutor(SandboxPhone(), chosen)  # an unknown app fails now, before the model loads
     device_executor = None
     if device:
         from .devices import build_device_executor
@@ -212,7 +219,7 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
         click.echo(f"device: {device}")
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
     _execute(request, task, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
-             device_executor, observer, servers)
+             device_executor, observer, servers, apps=chosen)
 
 
 @click.command("demo")

@@ -6,10 +6,15 @@ Use::
     executor = SandboxExecutor(phone, ["settings", "send_sms"])  # app names or tool names
     result = await executor.call(ToolCall(name="set_wifi", arguments={"enabled": False}))
     phone.state.settings.wifi  # False
+
+``phone.catalog()`` describes the world as data: every app with its domain, state section,
+record lists and tool specs (``pocketpilot sandbox apps`` prints it).
 """
 
 from __future__ import annotations
 
+from .apps import EVERYDAY_APPS
+from .catalog import AppEntry, RecordList, SandboxCatalog
 from .diff import StateChange, diff_states
 from .executor import SandboxExecutor
 from .paths import MISSING, check_path, resolve_path
@@ -19,8 +24,12 @@ from .state import PhoneState
 
 __all__ = [
     "DEFAULT_NOW",
+    "EVERYDAY_APPS",
+    "AppEntry",
     "MISSING",
     "PhoneState",
+    "RecordList",
+    "SandboxCatalog",
     "SandboxExecutor",
     "SandboxPhone",
     "StateChange",
