@@ -22,10 +22,8 @@ by id parity ("dev" even, "test" odd) so any tuning can be done on dev and repor
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -37,24 +35,12 @@ from pocketpilot.memory import AccessPolicy, Caller, MemoryCandidate, Provenance
 from pocketpilot.memory.build_embedder import pocketpilot_home  # noqa: E402
 from pocketpilot.memory.embedders import OnnxMiniLMEmbedder  # noqa: E402
 from pocketpilot.memory.fusion import FusionWeights  # noqa: E402
+from pocketpilot.suites.wheel import fetch_wheel  # noqa: E402
 
 SVC, ADM = "bench-service-token-000", "bench-admin-credential-00"
 KS = (1, 5, 10)
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+")
-
-
-def fetch_wheel(cache: Path) -> Path:
-    """The bfcl-eval wheel, downloaded (no dependencies) into ``cache`` unless already there."""
-    cache.mkdir(parents=True, exist_ok=True)
-    found = sorted(glob.glob(str(cache / "bfcl_eval-*.whl")))
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                        "bfcl-eval", "-d", str(cache), "-q"], check=True)
-        found = sorted(glob.glob(str(cache / "bfcl_eval-*.whl")))
-    if not found:
-        raise SystemExit(f"no bfcl-eval wheel in {cache}")
-    return Path(found[-1])
 
 
 def norm(text: str) -> str:

@@ -7,8 +7,8 @@ The tree (one root, typed subclasses; a builtin base where the meaning matches):
     │   └── BackendUnavailableError        an optional backend (ray) that is not installed
     ├── ContractError (ValueError)         data that does not fit the contract
     │   ├── TaskSpecError                  an invalid task file
-    │   ├── TemplateError                  an invalid task template (generator input)
-    │   └── WorldError                     a world (tools + state model) that cannot be loaded
+    │   │   └── WorldError                 a task's world that does not build (import, state, tools)
+    │   └── TemplateError                  an invalid task template (generator input)
     ├── ModelStoreError                    provisioning GGUF planners
     │   ├── UnknownModelError (KeyError)
     │   ├── ModelIntegrityError            sha256 mismatch, truncated or corrupt file
@@ -103,12 +103,9 @@ class TemplateError(ContractError):
         self.source, self.reason = source, reason
 
 
-class WorldError(ContractError):
-    """A world named by reference (apps, state model, initial state) cannot be imported or built."""
-
-    def __init__(self, ref: str, reason: str) -> None:
-        super().__init__(f"world {ref}: {reason}")
-        self.ref, self.reason = ref, reason
+class WorldError(TaskSpecError):
+    """A task's world does not build: a module that does not import, a state model that rejects
+    the initial state, a tool whose declared semantics do not fit its signature."""
 
 
 class ModelStoreError(PocketPilotError):

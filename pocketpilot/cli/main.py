@@ -25,6 +25,7 @@ from .models import models
 from .review import review
 from .rollout import rollout
 from .run import demo, run
+from .sandbox import sandbox
 from .tasks import tasks
 from .trace import trace
 
@@ -42,7 +43,7 @@ def cli(verbose: int) -> None:
 
 
 for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose, devices, simphone,
-                checkpoint, rollout, cache, tasks):
+                checkpoint, rollout, cache, sandbox, tasks):
     cli.add_command(command)
 
 

@@ -13,8 +13,7 @@ import click
 
 from ..contracts import Episode, Step, ToolCall, ToolSpec
 from ..errors import UsageError
-from ..evaluation import device_clock, load_harness_kit, run_task
-from ..executor.sandbox import SandboxExecutor, SandboxPhone
+from ..executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
     CallbackConfirmation,
@@ -27,7 +26,8 @@ from ..harness import (
 )
 from ..harness.observer import RunObserver
 from ..model_store import pocketpilot_home
-from ..tasks import load_suite, load_task
+from ..task_session import device_clock, load_harness_kit, run_task_session
+from ..tasks import TaskSpec, load_suite, load_task
 from ._embedder import default_embedder
 from ._mcp import McpServer, mcp_options, mcp_servers, serving
 from ._planner import build_planner, planner_options
@@ -95,30 +95,29 @@ def _show(step: Step) -> None:
     click.echo(render_step(step))
 
 
-def _execute(request: str | None, task_file: str | None, task_id: str | None, planner: Planner,
+def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
              yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None,
-             observer: RunObserver | None = None, servers: Sequence[McpServer] = ()) -> None:
+             observer: RunObserver | None = None, servers: Sequence[McpServer] = (),
+             apps: Sequence[str] | None = None) -> None:
     """Run with the full harness: skills and their gates, η guidance, and (for tasks) seeded memory."""
     kit = load_harness_kit()
-    if (task_file or task_id) and device is None:
-        if servers:
-            raise UsageError("--mcp/--mcp-url add tools to a REQUEST run; a --task brings its own world")
-        task = load_task(task_file) if task_file else _suite_task(task_id or "")
+    if task is not None and device is None:
         if request:
             task = task.model_copy(update={"goal": request})
         click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}")
         click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
         config = HarnessConfig(max_steps=max_steps or task.max_steps)
         embedder = default_embedder()  # the task's memory store searches hybrid (built once, first run)
+        chosen = task
 
         async def go() -> None:
             try:
-                episode, outcome = await run_task(task, planner, trace_dir=trace_dir, config=config, kit=kit,
-                                                  on_step=_show, embedder=embedder, confirm=_confirmation(yes),
-                                                  observer=observer)
+                episode, trace = await run_task_session(chosen, planner, trace_dir=trace_dir, config=config,
+                                                        kit=kit, on_step=_show, embedder=embedder,
+                                                        confirm=_confirmation(yes), observer=observer)
             finally:
                 await planner.aclose()
-            _report(episode, outcome.trace)
+            _report(episode, trace)
 
         asyncio.run(go())
         return
@@ -132,7 +131,7 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
         click.echo(f"request: {request}")
     else:
         phone = SandboxPhone()
-        executor = SandboxExecutor(phone)
+        executor = SandboxExecutor(phone, list(apps) if apps else list(EVERYDAY_APPS))
         # Routed like a bench request: the skills it needs in the first context, no memory actions.
         extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False, request=request,
                                    memory_search=False)
@@ -164,16 +163,30 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
     asyncio.run(go_free())
 
 
-def _suite_task(task_id: str):  # type: ignore[no-untyped-def]
+def _suite_task(task_id: str) -> TaskSpec:
     for task in load_suite():
         if task.id == task_id:
             return task
     raise UsageError(f"no bundled task {task_id!r}")
 
 
+def _load(task_file: str | None, task_id: str | None, device: str | None,
+          servers: Sequence[McpServer]) -> TaskSpec | None:
+    """The task to run, loaded and checked (its world built once) before any planner loads.
+
+    A file from anywhere works: its folder is on sys.path while its world's modules import.
+    """
+    if not (task_file or task_id) or device:
+        return None
+    if servers:
+        raise UsageError("--mcp/--mcp-url add tools to a REQUEST run; a --task brings its own world")
+    return load_task(task_file) if task_file else _suite_task(task_id or "")
+
+
 @click.command("run")
 @click.argument("request", required=False)
-@click.option("--task", "task_file", type=click.Path(dir_okay=False), help="Run a task file (goal, state, verifier).")
+@click.option("--task", "task_file", type=click.Path(dir_okay=False),
+              help="Run a task file from anywhere (goal, world, verifier); its folder may hold the world's modules.")
 @click.option("--task-id", help="Run a bundled task by id.")
 @click.option("--yes", is_flag=True, help="Allow destructive tools without asking.")
 @click.option("--max-steps", type=int, default=None)
@@ -181,16 +194,23 @@ def _suite_task(task_id: str):  # type: ignore[no-untyped-def]
               help="Where the JSONL trace goes (default: the pocketpilot cache).")
 @click.option("--device", default=None, help="Run on an adb device (serial or host:port) instead of the sandbox.")
 @click.option("--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037).")
+@click.option("--apps", "apps", default=None,
+              help="Sandbox apps (or tools) a REQUEST may use, comma-separated (default: the everyday apps; "
+                   "`pocketpilot sandbox apps` lists them all).")
 @mcp_options
 @otel_option
 @planner_options
 def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
         trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
         temperature: float, max_new_tokens: int, pull: bool, otel: str | None = None,
-        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = ()) -> None:
+        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = (), apps: str | None = None) -> None:
     """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
     observer = start_telemetry(otel)  # bad flags fail before a device or the model is touched
     servers = mcp_servers(mcp_commands, mcp_urls)
+    task = _load(task_file, task_id, device, servers)  # a bad task file fails before the model loads
+    chosen = [a.strip() for a in apps.split(",") if a.strip()] if apps else None
+    if chosen is not None:
+        SandboxExecutor(SandboxPhone(), chosen)  # an unknown app fails now, before the model loads
     device_executor = None
     if device:
         from .devices import build_device_executor
@@ -198,8 +218,8 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
         device_executor, _ = build_device_executor(device, adb_port)  # a bad serial fails before the model loads
         click.echo(f"device: {device}")
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
-    _execute(request, task_file, task_id, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
-             device_executor, observer, servers)
+    _execute(request, task, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
+             device_executor, observer, servers, apps=chosen)
 
 
 @click.command("demo")
@@ -208,6 +228,7 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
 def demo(trace_dir: str | None, model: str, endpoint: str | None, temperature: float, max_new_tokens: int,
          pull: bool) -> None:
     """The embedded default: the bundled planner runs a multi-step task on the sandbox phone."""
+    task = _suite_task(DEMO_TASK)
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
     # asks before power off like any run: on a terminal the user answers, without one it is denied
-    _execute(None, None, DEMO_TASK, planner, False, None, Path(trace_dir or pocketpilot_home() / "traces"))
+    _execute(None, task, planner, False, None, Path(trace_dir or pocketpilot_home() / "traces"))

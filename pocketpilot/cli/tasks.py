@@ -36,11 +36,11 @@ def generate_cmd(world_ref: str | None, templates_dir: str | None, count: int, s
     from ..tasks.generate import generate, write_tasks
     from ..tasks.template import load_templates
     from ..tasks.validate import CHECKS
-    from ..tasks.world import load_world
+    from ..tasks.gen_world import load_gen_world
 
     if count < 1:
         raise UsageError("--count must be at least 1")
-    world = load_world(world_ref)
+    world = load_gen_world(world_ref)
     templates = load_templates(templates_dir)
     unknown = set(only) - {t.id for t in templates.templates}
     if unknown:

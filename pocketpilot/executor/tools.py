@@ -9,7 +9,9 @@ embedding app exposes its own capabilities.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import json
 import logging
 import re
 import weakref
@@ -390,6 +392,19 @@ class _PerLoopLock:
         return lock
 
 
+@functools.lru_cache(maxsize=1024)
+def _check_schema(canonical: str) -> None:
+    """Check a parameters schema against the metaschema, once per distinct schema.
+
+    The check costs milliseconds (the metaschema is walked through its references) and a world
+    that is rebuilt per task (an outside suite's fresh instances) builds the same tools again
+    and again; a schema that fails raises, and failures are not cached.
+    """
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(json.loads(canonical))
+
+
 class _SchemaTool(Tool):
     """A tool whose arguments are described by a JSON schema instead of a Python signature."""
 
@@ -404,7 +419,12 @@ class _SchemaTool(Tool):
         if schema.get("type") != "object":
             raise ToolDefinitionError(f"tool {name!r}: parameters must describe an object, not {schema.get('type')!r}")
         try:
-            jsonschema.Draft202012Validator.check_schema(schema)
+            try:
+                canonical = json.dumps(schema, sort_keys=True)
+            except (TypeError, ValueError):  # not plain JSON: checked as it is, uncached
+                jsonschema.Draft202012Validator.check_schema(schema)
+            else:
+                _check_schema(canonical)
         except jsonschema.SchemaError as exc:
             raise ToolDefinitionError(f"tool {name!r}: invalid parameters schema: {exc.message}") from exc
         self._validator = jsonschema.Draft202012Validator(schema)

@@ -1,4 +1,5 @@
-"""Executable tasks on the sandbox phone: the spec format, the loader, and the verifier blocks.
+"""Executable tasks on the sandbox phone or a world a task brings: the spec format, the loader,
+the worlds, and the verifier blocks.
 
 Use::
 
@@ -11,7 +12,16 @@ Use::
 
 from __future__ import annotations
 
-from .loader import build_state, check_splits, check_task, exposed_tools, load_suite, load_task, parse_task
+from .loader import (
+    build_state,
+    build_world,
+    check_splits,
+    check_task,
+    exposed_tools,
+    load_suite,
+    load_task,
+    parse_task,
+)
 from .memory_seed import TASK_USER, TaskMemory, open_task_memory, prior_conversation
 from .oracle import oracle_actions, run_actions, run_oracle
 from .run import TaskRun, prepare
@@ -20,12 +30,17 @@ from .spec import (
     CallCriterion,
     CallPattern,
     Capability,
+    CountCriterion,
     Criterion,
     DelegateCriterion,
     DelegateStep,
+    DelegationOrderCriterion,
+    DelegationPattern,
     Group,
+    LastCallCriterion,
     MemorySeed,
     NoCallCriterion,
+    NoErrorCriterion,
     OracleStep,
     OrderCriterion,
     Split,
@@ -33,8 +48,10 @@ from .spec import (
     StopCriterion,
     TaskSpec,
     UnchangedCriterion,
+    WorldSpec,
 )
 from .verify import check_criterion, matches, verify
+from .world import ModelWorld, SandboxWorld, TaskWorld, World, WorldExecutor
 
 __all__ = [
     "TASK_USER",
@@ -42,22 +59,34 @@ __all__ = [
     "CallCriterion",
     "CallPattern",
     "Capability",
+    "CountCriterion",
     "Criterion",
     "DelegateCriterion",
     "DelegateStep",
+    "DelegationOrderCriterion",
+    "DelegationPattern",
     "Group",
+    "LastCallCriterion",
     "MemorySeed",
+    "ModelWorld",
     "NoCallCriterion",
+    "NoErrorCriterion",
     "OracleStep",
     "OrderCriterion",
+    "SandboxWorld",
     "Split",
     "StateCriterion",
     "StopCriterion",
     "TaskMemory",
     "TaskRun",
     "TaskSpec",
+    "TaskWorld",
     "UnchangedCriterion",
+    "World",
+    "WorldExecutor",
+    "WorldSpec",
     "build_state",
+    "build_world",
     "check_criterion",
     "check_splits",
     "check_task",

@@ -14,8 +14,20 @@ from typing import Any
 from ..contracts import Finish
 from .oracle import oracle_actions, run_actions
 from .run import prepare
-from .spec import OracleStep, StateCriterion, TaskSpec
+from .spec import (
+    AnswerCriterion,
+    CountCriterion,
+    Criterion,
+    NoCallCriterion,
+    NoErrorCriterion,
+    OracleStep,
+    StateCriterion,
+    StopCriterion,
+    TaskSpec,
+    UnchangedCriterion,
+)
 from .verify import check_criterion
+from .world import state_data
 
 __all__ = ["TaskAudit", "audit_task", "perturbed_oracles", "vacuous_criteria"]
 
@@ -26,7 +38,7 @@ class TaskAudit:
 
     task_id: str
     vacuous: list[str] = field(default_factory=list)
-    """Positive criteria that hold at the start, unmarked ``already_true``."""
+    """Positive criteria that hold at the start (before any call), unmarked ``already_true``."""
     oracle_passes: bool = False
     do_nothing_passes: bool = False
     perturbations: int = 0
@@ -40,17 +52,40 @@ class TaskAudit:
                 and (self.perturbations == 0 or self.perturbations_failing > 0))
 
 
+def _is_guard(criterion: Criterion) -> bool:
+    """A criterion that is not judged on the start alone.
+
+    ``no_call``, ``no_error``, ``unchanged``, ``not_contains`` and a count with only an upper
+    bound guard against harm: true at the start by design. ``stop`` and ``answer`` are about how
+    the episode ended, which the do-nothing run tests. Every other criterion claims something
+    happened, so it must not hold before anything has.
+    """
+    if isinstance(criterion, (NoCallCriterion, NoErrorCriterion, UnchangedCriterion, StopCriterion,
+                              AnswerCriterion)):
+        return True
+    if isinstance(criterion, CountCriterion):
+        return criterion.at_least is None
+    return isinstance(criterion, StateCriterion) and criterion.test == "not_contains"
+
+
 def vacuous_criteria(task: TaskSpec) -> list[str]:
-    """Names of the positive state criteria the start state already satisfies, unless marked so."""
+    """Names of the positive criteria that hold in the start state with nothing done, unless marked so.
+
+    State tests (``equals``, ``one_of``/``in``, ``contains``, ``between``) are judged on the start
+    state; call, count, last-call, order and delegation criteria on an episode with no step, so
+    a criterion written so loosely that nothing satisfies it is caught too.
+    """
     run = prepare(task)
     try:
         start = run.initial
-        dump = start.model_dump(mode="json")
+        dump = state_data(start)
+        empty = _empty_episode(task)
+        specs = run.specs()
         out = []
         for criterion in task.criteria:
-            if not isinstance(criterion, StateCriterion) or criterion.test == "not_contains" or criterion.already_true:
+            if _is_guard(criterion) or criterion.already_true:
                 continue
-            result = check_criterion(criterion, start, start, _empty_episode(task), final_dump=dump)
+            result = check_criterion(criterion, start, start, empty, final_dump=dump, tools=specs)
             if result.passed:
                 out.append(result.name)
         return out
@@ -77,7 +112,8 @@ def _wrong(value: Any) -> Any:
 
 def perturbed_oracles(task: TaskSpec) -> list[tuple[str, list[OracleStep]]]:
     """Broken versions of the oracle: a step left out, two steps swapped, an argument changed, the
-    wrong kind of stop, a summary without the answer."""
+    wrong kind of stop, a summary without the answer, a call repeated at the end (a count bound
+    exceeded, a change after what should have been the last one)."""
     steps = list(task.oracle)
     body = steps[:-1]  # the final step (finish, ask_user, refuse) stays
     out: list[tuple[str, list[OracleStep]]] = []
@@ -93,6 +129,9 @@ def perturbed_oracles(task: TaskSpec) -> list[tuple[str, list[OracleStep]]]:
         out.append(("asking instead of finishing", [*body, OracleStep(ask_user="What do you mean?")]))
     else:  # guessing instead of asking or refusing
         out.append(("finishing instead of stopping", [*body, OracleStep(finish=final.ask_user or final.refuse or "Done.")]))
+    first_call = next((i for i, step in enumerate(body) if step.call is not None or step.batch), None)
+    if first_call is not None:
+        out.append((f"step {first_call} repeated at the end", [*body, body[first_call], steps[-1]]))
     for i, step in enumerate(body):
         for key, value in step.args.items():
             wrong = _wrong(value)

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..contracts import ToolCall, ToolResult, ToolSpec
-from ..executor.sandbox import StateChange, diff_dumps
+from ..executor.sandbox import StateChange
+from ..executor.sandbox.diff import diff_values
 from .template import Pools, param_type
-from .world import World
+from .gen_world import GenWorld
 
 __all__ = ["Catalogue", "Probe", "run_calls", "state_strings"]
 
@@ -51,7 +52,7 @@ class Probe:
 
 
 async def run_calls(
-    world: World, calls: list[tuple[str, dict[str, Any]]], patch: dict[str, Any] | None = None
+    world: GenWorld, calls: list[tuple[str, dict[str, Any]]], patch: dict[str, Any] | None = None
 ) -> tuple[list[ToolResult], dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """Run ``calls`` in order on a fresh world: results, the state before, after, and after each call."""
     run = world.start(patch)
@@ -90,7 +91,7 @@ def state_strings(dump: Any, key: str | None = None) -> list[tuple[str, str]]:
 class Catalogue:
     """Working calls of every tool of ``world`` from one start state, drawn with ``seed``."""
 
-    def __init__(self, world: World, pools: Pools, *, seed: int = 0, patch: dict[str, Any] | None = None) -> None:
+    def __init__(self, world: GenWorld, pools: Pools, *, seed: int = 0, patch: dict[str, Any] | None = None) -> None:
         self.world, self.pools, self.patch = world, pools, patch
         self._rng = random.Random(f"catalogue:{seed}")
         self.specs: dict[str, ToolSpec] = {t.name: t for t in world.tools()}
@@ -180,7 +181,7 @@ class Catalogue:
             seen.add(key)
             results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
             result = results[0]
-            changes = tuple(diff_dumps(before, after))
+            changes = tuple(diff_values(before, after))
             if not result.ok:
                 if not (result.error and result.error.code == "invalid_arguments"):
                     bad.append(args)
@@ -193,8 +194,10 @@ class Catalogue:
             good.append(Probe(spec.name, args, result.data, before, after, changes))
         if not good and 0 < len(props) <= 3 and (spec.effect == "read" or spec.read_only):
             good.extend(await self._sweep(spec, cands, required, seen))
-        if good and spec.effect != "read" and not spec.read_only:
-            widened, free = await self._widen(spec, good[0].args, strings, seen)
+        if spec.effect != "read" and not spec.read_only and props:
+            # from a working call, or (none worked) from drawn required arguments
+            base = good[0].args if good else {p: rng.choice(cands[p]) for p in props if p in required and cands[p]}
+            widened, free = await self._widen(spec, base, strings, seen)
             good.extend(widened)
             # a parameter that takes any text (a message body) reads best with the phrase pool;
             # keep the calls that have one there when there are such calls
@@ -217,17 +220,25 @@ class Catalogue:
             schema = props[param]
             if param_type(schema) != "string" or "pattern" in schema or param in (spec.id_arg, spec.name_arg):
                 continue
-            values = list(dict.fromkeys(v for k, v in strings if k != "id"))
-            if len(values) > _WIDEN:  # a big world: a seeded sample of its strings, not all of them
-                values = self._rng.sample(values, _WIDEN)
+            # one string of each key the state files strings under first; where one works, the
+            # key's other strings too (the displays listed together, the contacts' names)
+            by_key: dict[str, list[str]] = {}
+            for k, v in strings:
+                if k != "id" and v not in by_key.setdefault(k, []):
+                    by_key[k].append(v)
             hits: list[Probe] = []
-            for value in values:
-                trial = {**args, param: value}
-                results, before, after, _ = await run_calls(self.world, [(spec.name, trial)], self.patch)
-                changes = tuple(diff_dumps(before, after))
-                if results[0].ok and changes:
-                    hits.append(Probe(spec.name, trial, results[0].data, before, after, changes))
-            if len(hits) > len(values) / 2:
+            tried = 0
+            for values in list(by_key.values())[:_WIDEN]:
+                for n, value in enumerate(values[:30]):
+                    tried += 1
+                    trial = {**args, param: value}
+                    results, before, after, _ = await run_calls(self.world, [(spec.name, trial)], self.patch)
+                    changes = tuple(diff_values(before, after))
+                    if results[0].ok and changes:
+                        hits.append(Probe(spec.name, trial, results[0].data, before, after, changes))
+                    elif n == 0:
+                        break
+            if len(hits) > tried / 2:
                 free.add(param)
                 continue
             found.extend(hits)
@@ -240,7 +251,7 @@ class Catalogue:
             seen.add(key)
             if trial != hit.args:
                 results, before, after, _ = await run_calls(self.world, [(spec.name, trial)], self.patch)
-                changes = tuple(diff_dumps(before, after))
+                changes = tuple(diff_values(before, after))
                 if not (results[0].ok and changes):
                     continue
                 hit = Probe(spec.name, trial, results[0].data, before, after, changes)
@@ -260,7 +271,7 @@ class Catalogue:
             if repr(sorted(args.items())) in seen:
                 continue
             results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
-            changes = tuple(diff_dumps(before, after))
+            changes = tuple(diff_values(before, after))
             if results[0].ok and (changes or ((spec.effect == "read" or spec.read_only)
                                               and results[0].data not in (None, [], {}, ""))):
                 found.append(Probe(spec.name, args, results[0].data, before, after, changes))

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..contracts import ToolSpec
-from ..executor.sandbox import diff_dumps
+from ..executor.sandbox.diff import diff_values
 from .catalogue import Catalogue, Probe, run_calls, state_strings
 from .grounding import criteria_from_changes, patch_from_changes, record_of
 from .template import Pools, Selector, Template, free_text_params
 from .verify import matches
-from .world import World
+from .gen_world import GenWorld
 
 __all__ = ["Draft", "Drafter"]
 
@@ -89,7 +89,7 @@ def _call(tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
 class Drafter:
     """Draws drafts for templates on one world; deterministic for a given seed and catalogue."""
 
-    def __init__(self, world: World, catalogue: Catalogue, pools: Pools) -> None:
+    def __init__(self, world: GenWorld, catalogue: Catalogue, pools: Pools) -> None:
         self.world, self.cat, self.pools = world, catalogue, pools
         self.specs = catalogue.specs
         self._families: dict[str, Callable[[Template, random.Random], Any]] = {
@@ -215,7 +215,7 @@ class Drafter:
         return before, after, results
 
     def _grounded(self, before: dict[str, Any], after: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-        return criteria_from_changes(before, after, diff_dumps(before, after))
+        return criteria_from_changes(before, after, diff_values(before, after))
 
     # ------------------------------------------------------------------ families
 
@@ -345,7 +345,7 @@ class Drafter:
         return Draft(goal, oracle, [seen, *crit, order, _unchanged(allow)], tools)
 
     async def recovery(self, t: Template, rng: random.Random) -> Draft | None:
-        for _ in range(4):  # most setups break nothing; try a few
+        for _ in range(8):  # most setups break nothing; try a few
             s = self._probe(t, "setup", rng)
             if s is None:
                 return None
@@ -365,7 +365,12 @@ class Drafter:
                  for args in rng.sample(self.cat.tried(tool), min(3, len(self.cat.tried(tool))))]
         rng.shuffle(actions)
         rng.shuffle(fixes)
+        # a setup breaks what shares its app's state first; a fix is found there first too
+        setup_app = self.world.app_of(s.tool)
+        actions.sort(key=lambda p: self.world.app_of(p.tool) != setup_app)
         for w in actions[:30]:
+            app = self.world.app_of(w.tool)
+            fixes.sort(key=lambda f: self.world.app_of(f[0]) not in (app, setup_app))
             res, _, _, _ = await run_calls(self.world, [(w.tool, w.args)], patch)
             if res[0].ok:
                 continue

@@ -25,7 +25,7 @@ from .catalogue import Catalogue
 from .families import Draft, Drafter
 from .template import Template, TemplateSet, load_templates
 from .validate import CHECKS, validate_task
-from .world import World
+from .gen_world import GenWorld
 
 __all__ = ["GENERATOR_VERSION", "Generation", "generate", "generate_async", "write_tasks"]
 
@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 GENERATOR_VERSION = "pocketpilot.gen/1"
 _ROTATION = ("dev", "dev", "evolve", "dev", "test", "dev", "dev", "evolve", "dev", "test")
 _TRIES_PER_TASK = 6
+_CATALOGUES: dict[tuple[int, str, int], Catalogue] = {}
+"""Probed calls by (world, pools, seed): probing is most of a run's time and gives the same calls
+for the same inputs (a world is not changed by probing: every probe runs on a fresh start)."""
 
 
 @dataclass
@@ -84,7 +87,7 @@ def _quotas(templates: list[Template], count: int) -> dict[str, int]:
     return quotas
 
 
-def _task(world: World, template: Template, draft: Draft, index: int, prefix: str) -> dict[str, Any]:
+def _task(world: GenWorld, template: Template, draft: Draft, index: int, prefix: str) -> dict[str, Any]:
     oracle_len = len(draft.oracle) + sum(len(s["delegate"]["steps"]) for s in draft.oracle if "delegate" in s)
     data: dict[str, Any] = {
         "id": f"{prefix}{template.id}-{index:04d}",
@@ -92,11 +95,9 @@ def _task(world: World, template: Template, draft: Draft, index: int, prefix: st
         "capability": template.capability,
         "group": template.group,
         "split": _ROTATION[index % len(_ROTATION)],
-        "domains": list(dict.fromkeys(world.app_of(t) for t in draft.tools)),
-        **world.task_fields(draft.tools),
+        "domains": world.domains(draft.tools),
+        **world.task_fields(draft.tools, draft.initial_state),
     }
-    if draft.initial_state:
-        data["initial_state"] = draft.initial_state
     if draft.memory:
         data["memory"] = draft.memory
     data["max_steps"] = min(100, oracle_len + template.max_steps_extra)
@@ -109,7 +110,7 @@ def _task(world: World, template: Template, draft: Draft, index: int, prefix: st
 
 
 async def generate_async(
-    world: World,
+    world: GenWorld,
     templates: TemplateSet | None = None,
     *,
     count: int = 100,
@@ -132,7 +133,12 @@ async def generate_async(
     t0 = time.monotonic()
     ts = templates or load_templates()
     chosen = [t for t in ts.templates if only is None or t.id in only]
-    catalogue = await Catalogue(world, ts.pools, seed=seed).build()
+    key = (id(world), ts.pools.model_dump_json(), seed)
+    catalogue = _CATALOGUES.get(key)
+    if catalogue is None or catalogue.world is not world:
+        catalogue = _CATALOGUES[key] = await Catalogue(world, ts.pools, seed=seed).build()
+        while len(_CATALOGUES) > 4:
+            _CATALOGUES.pop(next(iter(_CATALOGUES)))
     drafter = Drafter(world, catalogue, ts.pools)
     gen = Generation(tasks=[], seed=seed, templates_digest=ts.digest, world=world.name)
     goals = {" ".join(g.lower().split()) for g in (existing_goals or set())}
@@ -166,7 +172,7 @@ async def generate_async(
     return gen
 
 
-def generate(world: World, templates: TemplateSet | None = None, **kwargs: Any) -> Generation:
+def generate(world: GenWorld, templates: TemplateSet | None = None, **kwargs: Any) -> Generation:
     """Blocking form of :func:`generate_async` (for the CLI and scripts)."""
     return asyncio.run(generate_async(world, templates, **kwargs))
 

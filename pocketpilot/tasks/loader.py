@@ -3,7 +3,10 @@
 Every problem becomes a :class:`~pocketpilot.errors.TaskSpecError` with a one-line reason:
 unparseable text, a field that does not fit the spec, an unknown tool, a criterion path the
 state has no room for, an initial state that does not validate, ids or goals shared across
-splits (a test task leaking into dev would inflate every figure measured on it).
+splits (a test task leaking into dev would inflate every figure measured on it). A task's own
+world is built once at load time (its modules imported, its state validated, its tools made),
+so a module that does not import or a tool whose declared ``id_arg`` is not a parameter is a
+:class:`~pocketpilot.errors.WorldError` before any planner loads.
 """
 
 from __future__ import annotations
@@ -11,29 +14,37 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ..errors import TaskSpecError
-from ..executor.sandbox import PhoneState, SandboxPhone, check_path, default_state
+from ..errors import TaskSpecError, WorldError
+from ..executor.sandbox import PhoneState, SandboxPhone, default_state
 from .spec import (
     CallCriterion,
+    CountCriterion,
+    DelegateCriterion,
+    DelegationOrderCriterion,
+    LastCallCriterion,
     NoCallCriterion,
+    NoErrorCriterion,
     OracleStep,
     OrderCriterion,
     Split,
     StateCriterion,
     TaskSpec,
     UnchangedCriterion,
+    WorldSpec,
 )
+from .world import ModelWorld, SandboxWorld, TaskWorld, World, import_ref
 
 __all__ = [
     "build_state",
+    "build_world",
     "check_splits",
     "check_task",
     "exposed_tools",
@@ -81,42 +92,127 @@ def build_state(task: TaskSpec, source: str | None = None) -> PhoneState:
         raise TaskSpecError(source or task.id, f"initial_state: {_one_line(exc)}") from exc
 
 
-def exposed_tools(task: TaskSpec) -> list[str]:
+def _model_world(spec: WorldSpec, roots: Sequence[Path], where: str) -> ModelWorld:
+    """A fresh instance of the task's own world: its modules imported, its state validated.
+
+    Raises:
+        WorldError: naming the reference, field or tool at fault.
+    """
+    state: BaseModel | None = None
+    if spec.state_model is not None:
+        try:
+            model = import_ref(spec.state_model, roots)
+        except WorldError as exc:
+            raise WorldError(where, f"world.state_model: {exc.reason}") from exc
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise WorldError(where, f"world.state_model {spec.state_model!r} is not a pydantic BaseModel class")
+        try:
+            state = model.model_validate(spec.initial_state or {})
+        except ValidationError as exc:
+            raise WorldError(where, f"world.initial_state does not fit {model.__name__}: {_one_line(exc)}") from exc
+    sources: list[Any] = []
+    labels: list[str] = []
+    for i, ref in enumerate(spec.apps):
+        label = f"world.apps[{i}] {ref!r}"
+        try:
+            sources.append(import_ref(ref, roots))
+        except WorldError as exc:
+            raise WorldError(where, f"world.apps[{i}]: {exc.reason}") from exc
+        labels.append(label)
+    try:
+        return ModelWorld(state, sources, concurrent=spec.concurrent, labels=labels)
+    except WorldError as exc:
+        raise WorldError(where, exc.reason) from exc
+    except Exception as exc:  # noqa: BLE001 - a user's app constructor or factory may raise anything
+        raise WorldError(where, f"world.apps: building the world failed: {type(exc).__name__}: {exc}") from exc
+
+
+def build_world(task: TaskSpec, source: str | None = None) -> TaskWorld:
+    """A fresh world for one run of ``task``: the sandbox phone, the task's own world, or both.
+
+    Raises:
+        TaskSpecError: the sandbox's initial state does not validate.
+        WorldError: the task's own world does not build.
+    """
+    where = source or task.id
+    members: list[World] = []
+    if task.world is None or task.world.keeps_sandbox:
+        members.append(SandboxWorld(SandboxPhone(build_state(task, where))))
+    if task.world is not None and task.world.apps:
+        members.append(_model_world(task.world, task.roots, where))
+    try:
+        return TaskWorld(members)
+    except WorldError as exc:
+        raise WorldError(where, exc.reason) from exc
+
+
+@functools.lru_cache(maxsize=1)
+def _sandbox_catalogue() -> TaskWorld:
+    return TaskWorld([SandboxWorld(_CATALOGUE)])
+
+
+def _catalogue(task: TaskSpec, where: str | None = None) -> TaskWorld:
+    """The world whose tool and app names a task may use (its state is never run on)."""
+    return _sandbox_catalogue() if task.world is None else build_world(task, where)
+
+
+def exposed_tools(task: TaskSpec, world: TaskWorld | None = None) -> list[str]:
     """Tool names the task exposes, app names expanded, in catalogue order."""
+    catalogue = world if world is not None else _catalogue(task)
     if task.tools == "all":
-        return _CATALOGUE.tool_names()
+        return catalogue.tool_names()
+    apps = catalogue.apps()
     wanted: set[str] = set()
     for name in task.tools:
-        wanted.update(_CATALOGUE.tool_names(name) if name in _CATALOGUE.apps else [name])
-    return [t for t in _CATALOGUE.tool_names() if t in wanted]
+        wanted.update(apps.get(name, [name]))
+    return [t for t in catalogue.tool_names() if t in wanted]
+
+
+def _criterion_tools(c: Any) -> list[tuple[str, bool]]:
+    """The tools a criterion names, each with whether the task must expose it."""
+    if isinstance(c, (CallCriterion, LastCallCriterion)):
+        return [(c.tool, True)]
+    if isinstance(c, CountCriterion):
+        return [(c.tool, c.at_least is not None)]
+    if isinstance(c, NoCallCriterion):
+        return [(c.tool, False)]
+    if isinstance(c, NoErrorCriterion):
+        return [(c.tool, False)] if c.tool else []
+    if isinstance(c, OrderCriterion):
+        return [(c.before.tool, True), (c.after.tool, True)]
+    if isinstance(c, DelegateCriterion):
+        return [(t, True) for t in c.used] + [(t, False) for t in c.not_used]
+    if isinstance(c, DelegationOrderCriterion):
+        return [(t, True) for t in (*c.before.used, *c.after.used)]
+    return []
 
 
 def check_task(task: TaskSpec, source: str | None = None) -> None:
-    """Check what the schema alone cannot: tools, paths, initial state, oracle.
+    """Check what the schema alone cannot: the world, tools, paths, initial state, oracle.
 
     Raises:
-        TaskSpecError: naming the first problem.
+        TaskSpecError: naming the first problem (a :class:`WorldError` for the task's own world).
     """
     where = source or task.id
-    known = set(_CATALOGUE.tool_names())
+    if task.world is not None and not task.world.keeps_sandbox:
+        for field in ("initial_state", "seed"):
+            if field in task.model_fields_set:
+                raise TaskSpecError(where, f"{field} patches the sandbox phone, which this world leaves out "
+                                           "(use world.initial_state)")
+    catalogue = _catalogue(task, where)
+    known = set(catalogue.tool_names())
+    apps = catalogue.apps()
     if task.tools != "all":
         for name in task.tools:
-            if name not in known and name not in _CATALOGUE.apps:
+            if name not in known and name not in apps:
                 raise TaskSpecError(where, f"unknown tool {name!r} in tools")
     for domain in task.domains:
-        if domain not in _CATALOGUE.apps:
-            raise TaskSpecError(where, f"unknown domain {domain!r}; apps: {', '.join(_CATALOGUE.apps)}")
-    exposed = set(exposed_tools(task))
+        if domain not in apps:
+            raise TaskSpecError(where, f"unknown domain {domain!r}; apps: {', '.join(apps)}")
+    exposed = set(exposed_tools(task, catalogue))
     for i, c in enumerate(task.criteria):
         label = f"criteria[{i}]"
-        tools: list[tuple[str, bool]] = []
-        if isinstance(c, CallCriterion):
-            tools = [(c.tool, True)]
-        elif isinstance(c, NoCallCriterion):
-            tools = [(c.tool, False)]
-        elif isinstance(c, OrderCriterion):
-            tools = [(c.before.tool, True), (c.after.tool, True)]
-        for name, must_expose in tools:
+        for name, must_expose in _criterion_tools(c):
             if name not in known:
                 raise TaskSpecError(where, f"{label}: unknown tool {name!r}")
             if must_expose and name not in exposed:
@@ -130,7 +226,7 @@ def check_task(task: TaskSpec, source: str | None = None) -> None:
         )
         for path in paths:
             try:
-                check_path(path)
+                catalogue.check_path(path)
             except ValueError as exc:
                 raise TaskSpecError(where, f"{label}: bad path {exc}") from exc
     for i, step in enumerate(task.oracle):
@@ -141,7 +237,8 @@ def check_task(task: TaskSpec, source: str | None = None) -> None:
                     raise TaskSpecError(where, f"oracle[{i}]: delegates {name!r}, which the task does not expose")
             for j, sub in enumerate(step.delegate.steps):
                 _check_oracle_step(sub, set(step.delegate.tools) or exposed, where, f"oracle[{i}].delegate.steps[{j}]")
-    build_state(task, where)
+    if task.world is None or task.world.keeps_sandbox:
+        build_state(task, where)
 
 
 def _check_oracle_step(step: OracleStep, exposed: set[str], where: str, label: str) -> None:
@@ -151,20 +248,28 @@ def _check_oracle_step(step: OracleStep, exposed: set[str], where: str, label: s
             raise TaskSpecError(where, f"{label}: calls {name!r}, which the task does not expose")
 
 
-def parse_task(data: Any, source: str) -> TaskSpec:
-    """Validate already-parsed task data (a dict) into a checked :class:`TaskSpec`."""
+def parse_task(data: Any, source: str, roots: Sequence[str | Path] = ()) -> TaskSpec:
+    """Validate already-parsed task data (a dict) into a checked :class:`TaskSpec`.
+
+    ``roots``: folders a ``world:`` section's modules are imported from (kept on the spec).
+    """
     if not isinstance(data, dict):
         raise TaskSpecError(source, f"expected a mapping at top level, got {type(data).__name__}")
     try:
         task = TaskSpec.model_validate(data)
     except ValidationError as exc:
         raise TaskSpecError(source, _one_line(exc)) from exc
+    if task.world is not None and roots:
+        task = task.with_roots(tuple(dict.fromkeys(Path(r).resolve() for r in roots)))
     check_task(task, source)
     return task
 
 
-def load_task(path: str | Path) -> TaskSpec:
+def load_task(path: str | Path, roots: Sequence[str | Path] = ()) -> TaskSpec:
     """Load and check one task file (``.json`` as JSON, anything else as YAML).
+
+    A ``world:`` section's modules import with the file's folder (then ``roots``) on sys.path,
+    so a task folder may carry its own package.
 
     Raises:
         TaskSpecError: with a one-line reason for any problem, the file name included.
@@ -183,7 +288,7 @@ def load_task(path: str | Path) -> TaskSpec:
             f"not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: "
             f"{' '.join(s.strip() for s in first[:3])}",
         ) from exc
-    return parse_task(data, str(p))
+    return parse_task(data, str(p), (p.parent, *roots))
 
 
 def check_splits(tasks: Iterable[TaskSpec]) -> None:
@@ -221,6 +326,9 @@ def _bundled() -> tuple[TaskSpec, ...]:
 def load_suite(split: Split | None = None, directory: str | Path | None = None) -> list[TaskSpec]:
     """Load every task of the bundled suite (or of ``directory``), optionally one split only.
 
+    A folder's tasks import their worlds' modules from the folder and its parent (so a
+    ``tasks/`` folder beside the package it tests works).
+
     The whole suite is loaded and checked before filtering, so split isolation holds no matter
     which split is asked for.
 
@@ -232,8 +340,9 @@ def load_suite(split: Split | None = None, directory: str | Path | None = None) 
     if directory is None:
         tasks = list(_bundled())
     else:
-        files = sorted(Path(directory).glob("*.yaml")) + sorted(Path(directory).glob("*.json"))
-        tasks = [load_task(f) for f in files]
+        base = Path(directory)
+        files = sorted(base.glob("*.yaml")) + sorted(base.glob("*.json"))
+        tasks = [load_task(f, roots=(base, base.resolve().parent)) for f in files]
     check_splits(tasks)
     logger.debug("loaded %d tasks", len(tasks))
     return [t for t in tasks if split is None or t.split == split]

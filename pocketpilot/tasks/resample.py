@@ -171,7 +171,7 @@ def resample(
     if new_count > 0:
         from .generate import generate, write_tasks
         from .template import load_templates
-        from .world import load_world
+        from .gen_world import load_gen_world
 
         ts = load_templates()
         families = {f for c in categories for f in CATEGORY_FAMILIES.get(c, ())}
@@ -183,7 +183,7 @@ def resample(
                 from .loader import load_suite
 
                 known = {t.goal for t in load_suite(directory=tasks_dir)}
-            gen = generate(load_world(None), ts, count=new_count, seed=seed, only=templates,
+            gen = generate(load_gen_world(None), ts, count=new_count, seed=seed, only=templates,
                            prefix=f"rs{seed}-", existing_goals=known)
             write_tasks(gen, new_dir or Path("resampled"), clean=False)
             generated = [t["id"] for t in gen.tasks]

@@ -1,19 +1,25 @@
-"""Set a task up for a run: its phone, its executor, and a verifier bound to its start state."""
+"""Set a task up for a run: its world, its executor, and a verifier bound to its start state.
+
+Everything a run needs short of a planner and a session, which belong to the harness (this
+package never imports it): the CLI's ``run``, the bench and the tests all start here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..contracts import Episode, Verdict
-from ..executor.sandbox import PhoneState, SandboxExecutor, SandboxPhone
+from ..contracts import Episode, ToolSpec, Verdict
+from ..executor.sandbox import SandboxPhone
 from ..memory import Embedder
-from .loader import build_state, check_task, exposed_tools, load_task
+from .loader import build_world, check_task, exposed_tools, load_task
 from .memory_seed import TaskMemory, open_task_memory
 from .spec import TaskSpec
 from .verify import verify
+from .world import TaskWorld, WorldExecutor, WorldState
 
 __all__ = ["TaskRun", "prepare"]
 
@@ -27,12 +33,28 @@ class TaskRun:
     """
 
     task: TaskSpec
-    phone: SandboxPhone
-    executor: SandboxExecutor
-    initial: PhoneState = field(repr=False)
-    """Snapshot of the start state; the verifier diffs the phone's final state against it."""
+    world: TaskWorld
+    executor: WorldExecutor
+    initial: WorldState = field(repr=False)
+    """Snapshot of the start state (the phone's ``PhoneState`` for a sandbox task); the verifier
+    diffs the world's final state against it."""
     memory: TaskMemory | None = None
     """The task's seeded memory store, when prepared with ``memory=True`` (close it with :meth:`close`)."""
+
+    @property
+    def phone(self) -> SandboxPhone | None:
+        """The sandbox phone, when the task's world keeps it."""
+        sandbox = self.world.sandbox
+        return sandbox.phone if sandbox is not None else None
+
+    @property
+    def clock(self) -> datetime | None:
+        """The world's clock (the phone's, or the task state's own ``now``), if it has one."""
+        return self.world.clock()
+
+    def specs(self) -> dict[str, ToolSpec]:
+        """Every tool of the world by name, exposed or not: the verifier reads their semantics."""
+        return self.world.specs()
 
     def close(self) -> None:
         """Release the memory store, if any."""
@@ -40,15 +62,15 @@ class TaskRun:
             self.memory.close()
 
     async def verifier(self, episode: Episode) -> Verdict:
-        """Judge ``episode`` on the phone's current (final) state."""
-        return verify(self.task, self.initial, self.phone.snapshot(), episode)
+        """Judge ``episode`` on the world's current (final) state."""
+        return verify(self.task, self.initial, self.world.snapshot(), episode, tools=self.world.specs())
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.phone, self.executor, self.verifier))
 
 
 def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embedder | None = None) -> TaskRun:
-    """Build the task's phone and executor (only the task's tools exposed) and its verifier.
+    """Build the task's world and executor (only the task's tools exposed) and its verifier.
 
     Args:
         task: A spec, or a path to a task file.
@@ -56,12 +78,12 @@ def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embe
         embedder: The store's vector backend (None: keyword-only retrieval).
 
     Raises:
-        TaskSpecError: if the task is invalid.
+        TaskSpecError: if the task is invalid (a WorldError if its own world does not build).
     """
     spec = task if isinstance(task, TaskSpec) else load_task(task)
     if isinstance(task, TaskSpec):
         check_task(spec)
-    phone = SandboxPhone(build_state(spec))
-    executor = SandboxExecutor(phone, exposed_tools(spec))
+    world = build_world(spec)
+    executor = world.executor(exposed_tools(spec, world))
     seeded = open_task_memory(spec, embedder=embedder) if memory else None
-    return TaskRun(task=spec, phone=phone, executor=executor, initial=phone.snapshot(), memory=seeded)
+    return TaskRun(task=spec, world=world, executor=executor, initial=world.snapshot(), memory=seeded)

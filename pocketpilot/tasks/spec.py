@@ -17,14 +17,32 @@ Example (YAML)::
     oracle:
       - {call: set_wifi, args: {enabled: false}}
       - {finish: Wi-Fi is off.}
+
+A task on a world of its own (see :class:`WorldSpec` and :mod:`pocketpilot.tasks.world`)::
+
+    world:
+      apps: ["mypkg.notes:NotesApp", "mypkg.tools:lookup_weather"]
+      state_model: "mypkg.state:AppState"
+      initial_state: {notes: []}
+    criteria:
+      - {kind: state, path: notes, contains: {title: milk}, created: true}
+      - {kind: state, path: notes.0.priority, in: [high, urgent]}
+      - {kind: state, path: volume, between: [20, 40]}
+      - {kind: last_call, tool: power_off}            # nothing state-changing after power_off
+      - {kind: count, tool: create_note, at_least: 1, at_most: 1}
+      - {kind: no_error, code: not_found}
+      - {kind: delegated, used: [send_sms], not_used: [delete_note]}
+      - {kind: delegation_order, before: {used: [create_note]}, after: {used: [send_sms]}}
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from ..contracts import StopReason
 
@@ -33,12 +51,17 @@ __all__ = [
     "CallCriterion",
     "CallPattern",
     "Capability",
+    "CountCriterion",
     "Criterion",
     "DelegateCriterion",
     "DelegateStep",
+    "DelegationOrderCriterion",
+    "DelegationPattern",
     "Group",
+    "LastCallCriterion",
     "MemorySeed",
     "NoCallCriterion",
+    "NoErrorCriterion",
     "OracleStep",
     "OrderCriterion",
     "Split",
@@ -46,6 +69,7 @@ __all__ = [
     "StopCriterion",
     "TaskSpec",
     "UnchangedCriterion",
+    "WorldSpec",
 ]
 
 Split = Literal["dev", "evolve", "test"]
@@ -124,12 +148,16 @@ class _Criterion(_Spec):
     vacuity audit refuses a positive criterion the start state already satisfies."""
 
 
+_STATE_TESTS = ("equals", "one_of", "contains", "not_contains", "between")
+
+
 class StateCriterion(_Criterion):
     """The final state at ``path`` satisfies exactly one test.
 
-    ``equals``: exact equality. ``one_of``: equal to one of the values. ``contains``: a string
-    containing the text, a list with a matching element, or a dict matching as a subset.
-    ``not_contains``: the opposite of ``contains``. ``created``: with ``contains`` on a list,
+    ``equals``: exact equality. ``one_of`` (or ``in``): equal to one of the values.
+    ``contains``: a string containing the text, a list with a matching element, or a dict
+    matching as a subset. ``not_contains``: the opposite of ``contains``. ``between: [lo, hi]``:
+    a number (not a bool) with ``lo <= value <= hi``. ``created``: with ``contains`` on a list,
     only elements this run added count (a seeded record that happens to match proves nothing).
     """
 
@@ -139,21 +167,35 @@ class StateCriterion(_Criterion):
     one_of: list[Any] | None = None
     contains: Any = None
     not_contains: Any = None
+    between: tuple[float, float] | None = None
     created: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_is_one_of(cls, data: Any) -> Any:
+        # ``in`` reads better in YAML but is a Python keyword: it is the same test as one_of
+        if isinstance(data, dict) and "in" in data:
+            if "one_of" in data:
+                raise ValueError("give in or one_of, not both")
+            data = {("one_of" if k == "in" else k): v for k, v in data.items()}
+        return data
 
     @model_validator(mode="after")
     def _one_test(self) -> StateCriterion:
-        tests = {"equals", "one_of", "contains", "not_contains"} & self.model_fields_set
+        tests = set(_STATE_TESTS) & self.model_fields_set
         if len(tests) != 1:
-            raise ValueError("a state criterion needs exactly one of equals, one_of, contains, not_contains")
+            raise ValueError("a state criterion needs exactly one of equals, one_of (in), contains, not_contains, "
+                             "between")
         if self.created and "contains" not in tests:
             raise ValueError("created applies to contains (elements of a list this run added)")
+        if self.between is not None and self.between[0] > self.between[1]:
+            raise ValueError(f"between: {self.between[0]} is above {self.between[1]}")
         return self
 
     @property
     def test(self) -> str:
         """Which test this criterion applies."""
-        return next(iter({"equals", "one_of", "contains", "not_contains"} & self.model_fields_set))
+        return next(t for t in _STATE_TESTS if t in self.model_fields_set)
 
 
 class CallCriterion(CallPattern, _Criterion):
@@ -169,6 +211,48 @@ class NoCallCriterion(CallPattern, _Criterion):
     """No call of ``tool`` with matching arguments was even attempted."""
 
     kind: Literal["no_call"] = "no_call"
+
+
+class CountCriterion(CallPattern, _Criterion):
+    """The number of calls of ``tool`` with matching arguments lies within bounds.
+
+    ``ok``: None counts every attempt, True successful calls only, False failed ones.
+    """
+
+    kind: Literal["count"] = "count"
+    at_least: int | None = Field(default=None, ge=1)
+    at_most: int | None = Field(default=None, ge=0)
+    ok: bool | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> CountCriterion:
+        if self.at_least is None and self.at_most is None:
+            raise ValueError("a count criterion needs at_least or at_most")
+        if self.at_least is not None and self.at_most is not None and self.at_least > self.at_most:
+            raise ValueError(f"at_least {self.at_least} is above at_most {self.at_most}")
+        return self
+
+
+class LastCallCriterion(CallPattern, _Criterion):
+    """The last state-changing call matched ``tool``/``args`` (so nothing changed the world after it).
+
+    State-changing is read from each tool's declared spec (not ``read_only``), never from its
+    name: "nothing after ``power_off``" is ``{kind: last_call, tool: power_off}``. Every attempt
+    counts, failed ones included (an attempt after the end is what the check is for); ``ok``
+    True also requires that last call to have succeeded. Calls of one parallel batch are
+    simultaneous, so a batch holding two state-changing calls has no last one.
+    """
+
+    kind: Literal["last_call"] = "last_call"
+    ok: bool = True
+
+
+class NoErrorCriterion(_Criterion):
+    """No call failed with error ``code`` (of ``tool`` only, when given)."""
+
+    kind: Literal["no_error"] = "no_error"
+    code: str = Field(min_length=1)
+    tool: str | None = None
 
 
 class OrderCriterion(_Criterion):
@@ -237,6 +321,33 @@ class DelegateCriterion(_Criterion):
     artifact_values: list[str] = Field(default_factory=list)
     confirmed: bool = True
     min_count: int = Field(default=1, ge=1)
+    used: list[str] = Field(default_factory=list)
+    """Tools the sub-agent must have called successfully."""
+    not_used: list[str] = Field(default_factory=list)
+    """Tools the sub-agent must not even have attempted."""
+
+
+class DelegationPattern(_Spec):
+    """A delegation to look for: instruction text, artifacts (as in ``delegated``), tools its sub-agent used."""
+
+    instruction: str | None = None
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    used: list[str] = Field(default_factory=list)
+
+    def label(self) -> str:
+        """Readable form used in criterion names."""
+        parts = [repr(self.instruction)] if self.instruction else []
+        parts += [f"{k}={v!r}" for k, v in self.artifacts.items()]
+        parts += [f"using {t}" for t in self.used]
+        return "delegation(" + ", ".join(parts) + ")"
+
+
+class DelegationOrderCriterion(_Criterion):
+    """The first delegation matching ``before`` came in an earlier step than the first matching ``after``."""
+
+    kind: Literal["delegation_order"] = "delegation_order"
+    before: DelegationPattern
+    after: DelegationPattern
 
 
 Criterion = Annotated[
@@ -247,7 +358,11 @@ Criterion = Annotated[
     | UnchangedCriterion
     | StopCriterion
     | AnswerCriterion
-    | DelegateCriterion,
+    | DelegateCriterion
+    | CountCriterion
+    | LastCallCriterion
+    | NoErrorCriterion
+    | DelegationOrderCriterion,
     Field(discriminator="kind"),
 ]
 
@@ -305,8 +420,49 @@ class DelegateStep(_Spec):
 OracleStep.model_rebuild()
 
 
+_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+class WorldSpec(_Spec):
+    """The world a task brings: app modules beside the sandbox or instead of it, and its state.
+
+    ``apps`` are ``module:attr`` references (see :mod:`pocketpilot.tasks.world` for what they may
+    name); ``state_model`` a pydantic model class, ``initial_state`` validated by it (omitted:
+    the model's defaults). The task file's folder is on ``sys.path`` while they import.
+    """
+
+    apps: list[str] = Field(default_factory=list)
+    state_model: str | None = None
+    initial_state: dict[str, Any] | None = None
+    sandbox: bool | None = None
+    """Keep the sandbox phone's apps too (default: only when no apps are given)."""
+    concurrent: bool = False
+    """Whether the world's calls may run at the same time (a tool's own ``concurrent`` overrides)."""
+
+    @field_validator("apps", "state_model")
+    @classmethod
+    def _refs(cls, value: Any) -> Any:
+        for ref in value if isinstance(value, list) else [value] if value is not None else []:
+            if not _REF.fullmatch(ref):
+                raise ValueError(f"{ref!r} is not a 'module:attr' reference (e.g. 'mypkg.notes:NotesApp')")
+        return value
+
+    @model_validator(mode="after")
+    def _something(self) -> WorldSpec:
+        if not self.apps and self.sandbox is False:
+            raise ValueError("a world without apps needs the sandbox")
+        if self.initial_state is not None and self.state_model is None:
+            raise ValueError("initial_state needs a state_model to validate it")
+        return self
+
+    @property
+    def keeps_sandbox(self) -> bool:
+        """Whether the sandbox phone is part of this world."""
+        return self.sandbox if self.sandbox is not None else not self.apps
+
+
 class TaskSpec(_Spec):
-    """One executable task on the sandbox phone."""
+    """One executable task: on the sandbox phone, on a world of its own, or on both."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{2,63}$")
     goal: str = Field(min_length=1, max_length=500)
@@ -327,6 +483,21 @@ class TaskSpec(_Spec):
     criteria: list[Criterion] = Field(min_length=1)
     oracle: list[OracleStep] = Field(default_factory=list)
     """One known-good run, for tests only: never shown to a planner."""
+    world: WorldSpec | None = None
+    """The task's own world (None: the sandbox phone alone)."""
+    _roots: tuple[Path, ...] = PrivateAttr(default=())
+    """Folders put on ``sys.path`` to import the world's modules (set by the loader from the file's place)."""
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """Where the world's modules are imported from (the task file's folder, a suite's folder)."""
+        return self._roots
+
+    def with_roots(self, roots: tuple[Path, ...]) -> TaskSpec:
+        """This spec remembering where its world's modules are imported from."""
+        out = self.model_copy()
+        out._roots = tuple(roots)
+        return out
 
     @model_validator(mode="after")
     def _oracle_ends(self) -> TaskSpec:

@@ -37,10 +37,10 @@ def suite_drift() -> split_lock.SplitDrift:
 def regenerate(count: int = SUITE_COUNT, seed: int = SUITE_SEED) -> int:
     """Rewrite the suite folder from the bundled templates on the sandbox; returns the task count."""
     from .generate import generate, write_tasks
-    from .world import SandboxWorld
+    from .gen_world import SandboxGenWorld
 
     bundled = {t.goal for t in load_suite()}
-    gen = generate(SandboxWorld(), count=count, seed=seed, existing_goals=bundled)
+    gen = generate(SandboxGenWorld(), count=count, seed=seed, existing_goals=bundled)
     write_tasks(gen, SUITE_DIR, clean=True)
     return len(gen.tasks)
 

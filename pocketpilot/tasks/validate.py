@@ -2,7 +2,7 @@
 
 A generated task is kept only if its oracle passes, a do-nothing run fails, at least one broken
 oracle (a step left out, two swapped, an argument changed, the wrong stop) fails, and no
-positive criterion holds at the start. These run on any :class:`~.world.World` (the sandbox or
+positive criterion holds at the start. These run on any :class:`~.gen_world.GenWorld` (the sandbox or
 a user's), with the task verifier's own criterion checks and the audit's own perturbations;
 the world's loader check comes last (the sandbox parses the file as the loader would).
 """
@@ -19,7 +19,7 @@ from .audit import _empty_episode, perturbed_oracles
 from .oracle import oracle_actions, run_actions
 from .spec import OracleStep, StateCriterion, TaskSpec
 from .verify import check_criterion
-from .world import World, WorldRun
+from .gen_world import GenWorld, WorldRun
 
 __all__ = ["CHECKS", "Check", "validate_task"]
 
@@ -28,23 +28,13 @@ CHECKS: tuple[Check, ...] = ("spec", "vacuous", "oracle_fails", "do_nothing_pass
 """Validation checks in the order they run; a dropped task is counted under the first it fails."""
 
 
-class _Dumped:
-    """A dumped state posing as a state model for the verifier (which only ever dumps it)."""
-
-    def __init__(self, dump: dict[str, Any]) -> None:
-        self._dump = dump
-
-    def model_dump(self, mode: str | None = None) -> dict[str, Any]:
-        return self._dump
-
-
 @dataclass
 class _Run:
     task: TaskSpec
     executor: WorldRun
 
 
-def exposed(world: World, tools: list[str] | str) -> list[str]:
+def exposed(world: GenWorld, tools: list[str] | str) -> list[str]:
     """Tool names a task exposes on ``world`` (app names stand for their tools)."""
     names = [t.name for t in world.tools()]
     if tools == "all":
@@ -53,46 +43,48 @@ def exposed(world: World, tools: list[str] | str) -> list[str]:
     return [n for n in names if n in wanted or world.app_of(n) in wanted]
 
 
-async def _passes(world: World, task: TaskSpec, steps: list[OracleStep] | None, *, do_nothing: bool = False) -> bool:
-    run = world.start(task.initial_state, exposed(world, task.tools))
+async def _passes(world: GenWorld, task: TaskSpec, patch: dict[str, Any], steps: list[OracleStep] | None, *,
+                  do_nothing: bool = False) -> bool:
+    run = world.start(patch, exposed(world, task.tools))
     initial = run.dump()
     actions: list[Any] = [Finish(summary="Done.")] if do_nothing else oracle_actions(
         task.model_copy(update={"oracle": steps}))
     episode = await run_actions(_Run(task, run), actions)  # type: ignore[arg-type]
     final = run.dump()
+    specs = {t.name: t for t in world.tools()}
     return all(
-        check_criterion(c, _Dumped(initial), _Dumped(final), episode, final_dump=final).passed  # type: ignore[arg-type]
-        for c in task.criteria
+        check_criterion(c, initial, final, episode, final_dump=final, tools=specs).passed for c in task.criteria
     )
 
 
-def _vacuous(world: World, task: TaskSpec) -> bool:
-    start = world.start(task.initial_state).dump()
+def _vacuous(world: GenWorld, task: TaskSpec, patch: dict[str, Any]) -> bool:
+    start = world.start(patch).dump()
     episode = _empty_episode(task)
     for c in task.criteria:
         if not isinstance(c, StateCriterion) or c.test == "not_contains" or c.already_true:
             continue
-        if check_criterion(c, _Dumped(start), _Dumped(start), episode, final_dump=start).passed:  # type: ignore[arg-type]
+        if check_criterion(c, start, start, episode, final_dump=start).passed:
             return True
     return False
 
 
-async def validate_task(world: World, data: dict[str, Any]) -> Check | None:
+async def validate_task(world: GenWorld, data: dict[str, Any]) -> Check | None:
     """The first check ``data`` (a task-file dict) fails on ``world``, or None when it passes all."""
     try:
-        task = TaskSpec.model_validate({k: v for k, v in data.items() if k != "world"})
+        task = TaskSpec.model_validate(data)
     except ValidationError:
         return "spec"
+    patch = world.patch_of(data)
     if not task.oracle:
         return "oracle_fails"
-    if _vacuous(world, task):
+    if _vacuous(world, task, patch):
         return "vacuous"
-    if not await _passes(world, task, list(task.oracle)):
+    if not await _passes(world, task, patch, list(task.oracle)):
         return "oracle_fails"
-    if await _passes(world, task, None, do_nothing=True):
+    if await _passes(world, task, patch, None, do_nothing=True):
         return "do_nothing_passes"
     for _, steps in perturbed_oracles(task):
-        if not await _passes(world, task, steps):
+        if not await _passes(world, task, patch, steps):
             break
     else:
         return "no_perturbation_fails"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..contracts import (
@@ -19,23 +20,31 @@ from ..contracts import (
     Refuse,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Verdict,
 )
-from ..executor.sandbox import MISSING, PhoneState, diff_states, resolve_path
+from ..executor.sandbox import MISSING, resolve_path
+from ..executor.sandbox.diff import diff_values
 from ..handoff import review_handoff
 from .spec import (
     AnswerCriterion,
     CallCriterion,
     CallPattern,
+    CountCriterion,
     Criterion,
     DelegateCriterion,
+    DelegationOrderCriterion,
+    DelegationPattern,
+    LastCallCriterion,
     NoCallCriterion,
+    NoErrorCriterion,
     OrderCriterion,
     StateCriterion,
     StopCriterion,
     TaskSpec,
     UnchangedCriterion,
 )
+from .world import WorldState, state_data
 
 __all__ = ["check_criterion", "matches", "verify"]
 
@@ -139,6 +148,11 @@ def _state(c: StateCriterion, final: dict[str, Any], initial: dict[str, Any] | N
     elif test == "contains":
         ok = value is not MISSING and _contains(value, c.contains)
         want = f"contains {'a new ' if c.created else ''}{_short(c.contains)}"
+    elif test == "between":
+        lo, hi = c.between or (0.0, 0.0)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = number and lo <= value <= hi
+        want = f"between {lo:g} and {hi:g}"
     else:
         ok = value is not MISSING and not _contains(value, c.not_contains)
         want = f"does not contain {_short(c.not_contains)}"
@@ -211,9 +225,9 @@ def _allowed(path: str, allow: list[str]) -> bool:
     return any(path == p or path.startswith(p + ".") for p in allow)
 
 
-def _unchanged(c: UnchangedCriterion, initial: PhoneState, final: PhoneState) -> CriterionResult:
+def _unchanged(c: UnchangedCriterion, initial: dict[str, Any], final: dict[str, Any]) -> CriterionResult:
     name = c.name or ("nothing else changed" + (f" (allowed: {', '.join(c.allow)})" if c.allow else ""))
-    extra = [ch for ch in diff_states(initial, final) if not _allowed(ch.path, c.allow)]
+    extra = [ch for ch in diff_values(initial, final) if not _allowed(ch.path, c.allow)]
     if not extra:
         return CriterionResult(name=name, passed=True, detail="no other change")
     shown = "; ".join(f"{ch.path}: {_short(ch.before, 40)} -> {_short(ch.after, 40)}" for ch in extra[:4])
@@ -260,10 +274,27 @@ def _answer(c: AnswerCriterion, episode: Episode) -> CriterionResult:
     return CriterionResult(name=name, passed=False, detail=f"{why} in summary {_short(action.summary, 100)}")
 
 
+def _tools_used(child: Episode | None) -> tuple[set[str], set[str]]:
+    """The tools a sub-agent called successfully, and every tool it attempted."""
+    if child is None:
+        return set(), set()
+    calls = _calls(child)
+    return {call.name for _, call, res in calls if res is not None and res.ok}, {call.name for _, call, _ in calls}
+
+
+def _delegation_matches(step: Any, instruction: str | None, artifacts: dict[str, str], used: list[str]) -> bool:
+    child = step.children[0] if step.children else None
+    ok_used, _ = _tools_used(child)
+    return ((instruction is None or instruction.lower() in step.action.instruction.lower())
+            and matches(step.action.artifacts, artifacts) and all(t in ok_used for t in used))
+
+
 def _delegated(c: DelegateCriterion, episode: Episode) -> CriterionResult:
     name = c.name or "delegated" + (f" {c.instruction!r}" if c.instruction else "") + (
         f" with artifacts {_short(c.artifacts, 60)}" if c.artifacts else ""
-    ) + (f" passing {', '.join(c.artifact_values)}" if c.artifact_values else "")
+    ) + (f" passing {', '.join(c.artifact_values)}" if c.artifact_values else "") + (
+        f" using {', '.join(c.used)}" if c.used else ""
+    ) + (f" without {', '.join(c.not_used)}" if c.not_used else "")
     seen: list[str] = []
     hits = 0
     for step in episode.steps:
@@ -278,27 +309,111 @@ def _delegated(c: DelegateCriterion, episode: Episode) -> CriterionResult:
         ok_art = matches(step.action.artifacts, c.artifacts) and all(
             any(want.lower() in v for v in values) for want in c.artifact_values
         )
-        if ok_instr and ok_art and (confirmed or not c.confirmed):
+        ok_used, attempted = _tools_used(child)
+        missing = [t for t in c.used if t not in ok_used]
+        forbidden = sorted(t for t in c.not_used if t in attempted)
+        if ok_instr and ok_art and (confirmed or not c.confirmed) and not missing and not forbidden:
             hits += 1
-        seen.append(f"step {step.index}: artifacts {_short(step.action.artifacts, 60)}, confirmed={confirmed}")
+        tools_note = (f", did not use {', '.join(missing)}" if missing else "") + (
+            f", used {', '.join(forbidden)}" if forbidden else "")
+        seen.append(f"step {step.index}: artifacts {_short(step.action.artifacts, 60)}, confirmed={confirmed}"
+                    f"{tools_note}")
     if hits >= c.min_count:
         return CriterionResult(name=name, passed=True, detail=f"{hits} matching delegation(s)")
     detail = "; ".join(seen[:3]) if seen else "no delegate action"
     return CriterionResult(name=name, passed=False, detail=detail)
 
 
+def _count(c: CountCriterion, episode: Episode) -> CriterionResult:
+    bounds = [f">= {c.at_least}"] if c.at_least is not None else []
+    bounds += [f"<= {c.at_most}"] if c.at_most is not None else []
+    which = "" if c.ok is None else " successful" if c.ok else " failed"
+    name = c.name or f"count{which} {c.label()} {' and '.join(bounds)}"
+    n = sum(1 for _, call, res in _calls(episode)
+            if _call_matches(call, c) and (c.ok is None or (res is not None and res.ok == c.ok)))
+    ok = (c.at_least is None or n >= c.at_least) and (c.at_most is None or n <= c.at_most)
+    return CriterionResult(name=name, passed=ok, detail=f"{n} matching call(s)")
+
+
+def _changes_state(call: ToolCall, specs: Mapping[str, ToolSpec]) -> bool:
+    """Whether ``call`` may change the world, by its tool's declared spec (an unknown tool changes nothing)."""
+    spec = specs.get(call.name)
+    return spec is not None and not spec.read_only
+
+
+def _last_call(c: LastCallCriterion, episode: Episode, specs: Mapping[str, ToolSpec]) -> CriterionResult:
+    name = c.name or f"last state-changing call is {c.label()}"
+    changing = [(pos, call, res) for pos, call, res in _calls(episode) if _changes_state(call, specs)]
+    if not changing:
+        return CriterionResult(name=name, passed=False, detail="no state-changing call")
+    pos, call, res = changing[-1]
+    together = [other.name for p, other, _ in changing[:-1] if p == pos]
+    if together:  # calls of one parallel batch are simultaneous: none of them came last
+        return CriterionResult(name=name, passed=False, detail=f"{call.name} ran in one parallel batch with "
+                                                              f"{', '.join(together)} at {_where(pos)}")
+    ok = _call_matches(call, c) and (not c.ok or (res is not None and res.ok))
+    what = f"{call.name}({_short(call.arguments, 60)}) at {_where(pos)} -> {_outcome(res)}"
+    return CriterionResult(name=name, passed=ok, detail=f"last state-changing call: {what}")
+
+
+def _no_error(c: NoErrorCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"no {c.tool + ' ' if c.tool else ''}call failed with {c.code}"
+    bad = [(pos, call) for pos, call, res in _calls(episode)
+           if res is not None and not res.ok and res.error is not None and res.error.code == c.code
+           and (c.tool is None or call.name == c.tool)]
+    if not bad:
+        return CriterionResult(name=name, passed=True, detail=f"no {c.code} failure")
+    pos, call = bad[0]
+    return CriterionResult(name=name, passed=False, detail=f"{call.name} failed with {c.code} at {_where(pos)}"
+                                                          + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""))
+
+
+def _first_delegation(episode: Episode, pattern: DelegationPattern) -> int | None:
+    for step in episode.steps:
+        if isinstance(step.action, Delegate) and _delegation_matches(
+                step, pattern.instruction, pattern.artifacts, pattern.used):
+            return step.index
+    return None
+
+
+def _delegation_order(c: DelegationOrderCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"order {c.before.label()} before {c.after.label()}"
+    first, then = _first_delegation(episode, c.before), _first_delegation(episode, c.after)
+    if first is None:
+        return CriterionResult(name=name, passed=False, detail=f"no {c.before.label()}")
+    if then is None:
+        return CriterionResult(name=name, passed=False, detail=f"no {c.after.label()}")
+    if first < then:
+        return CriterionResult(name=name, passed=True, detail=f"step {first} before step {then}")
+    return CriterionResult(name=name, passed=False, detail=f"{c.before.label()} (step {first}) came after or with "
+                                                          f"{c.after.label()} (step {then})")
+
+
+def _specs(episode: Episode, tools: Mapping[str, ToolSpec] | None) -> Mapping[str, ToolSpec]:
+    """The declared specs calls are judged by: the world's, else those the episode recorded."""
+    if tools is not None:
+        return tools
+    return {t.name: t for t in episode.header.tools or []}
+
+
 def check_criterion(
     criterion: Criterion,
-    initial: PhoneState,
-    final: PhoneState,
+    initial: WorldState | Mapping[str, Any],
+    final: WorldState | Mapping[str, Any],
     episode: Episode,
     *,
     final_dump: dict[str, Any] | None = None,
+    tools: Mapping[str, ToolSpec] | None = None,
 ) -> CriterionResult:
-    """Evaluate one criterion against the evidence."""
+    """Evaluate one criterion against the evidence.
+
+    ``initial`` and ``final`` are the world's states (a state model, or its JSON dump);
+    ``tools`` the world's tool specs, whose declared semantics say which calls change state
+    (default: the specs the episode's header recorded).
+    """
     if isinstance(criterion, StateCriterion):
-        initial_dump = initial.model_dump(mode="json") if criterion.created else None
-        return _state(criterion, final_dump if final_dump is not None else final.model_dump(mode="json"), initial_dump)
+        initial_dump = state_data(initial) if criterion.created else None
+        return _state(criterion, final_dump if final_dump is not None else state_data(final), initial_dump)
     if isinstance(criterion, CallCriterion):
         return _call(criterion, episode)
     if isinstance(criterion, NoCallCriterion):
@@ -306,7 +421,15 @@ def check_criterion(
     if isinstance(criterion, OrderCriterion):
         return _order(criterion, episode)
     if isinstance(criterion, UnchangedCriterion):
-        return _unchanged(criterion, initial, final)
+        return _unchanged(criterion, state_data(initial), final_dump if final_dump is not None else state_data(final))
+    if isinstance(criterion, CountCriterion):
+        return _count(criterion, episode)
+    if isinstance(criterion, LastCallCriterion):
+        return _last_call(criterion, episode, _specs(episode, tools))
+    if isinstance(criterion, NoErrorCriterion):
+        return _no_error(criterion, episode)
+    if isinstance(criterion, DelegationOrderCriterion):
+        return _delegation_order(criterion, episode)
     if isinstance(criterion, StopCriterion):
         return _stop(criterion, episode)
     if isinstance(criterion, DelegateCriterion):
@@ -314,8 +437,12 @@ def check_criterion(
     return _answer(criterion, episode)
 
 
-def verify(task: TaskSpec, initial: PhoneState, final: PhoneState, episode: Episode) -> Verdict:
-    """Judge ``episode`` against every criterion of ``task``; success means all passed."""
-    dump = final.model_dump(mode="json")
-    results = [check_criterion(c, initial, final, episode, final_dump=dump) for c in task.criteria]
+def verify(task: TaskSpec, initial: WorldState | Mapping[str, Any], final: WorldState | Mapping[str, Any],
+           episode: Episode, *, tools: Mapping[str, ToolSpec] | None = None) -> Verdict:
+    """Judge ``episode`` against every criterion of ``task``; success means all passed.
+
+    ``tools``: the world's tool specs (see :func:`check_criterion`).
+    """
+    dump = state_data(final)
+    results = [check_criterion(c, initial, final, episode, final_dump=dump, tools=tools) for c in task.criteria]
     return Verdict(success=all(r.passed for r in results), criteria=results)

@@ -1,251 +1,400 @@
-"""The small world interface the task generator works against: tool specs, invoke, snapshot.
+"""Worlds: tools acting on one state, with snapshot, restore and diff, so tasks can bring their own.
 
-A generator that reached into the sandbox phone directly would produce tasks for the sandbox
-only. It needs four things from a world, whatever its apps: the tools with their declared
-semantics, which app each belongs to, a fresh run from the world's initial state plus a patch,
-and the run's state as a JSON-able dict (diffed with :func:`~pocketpilot.executor.sandbox.diff_dumps`).
-The sandbox phone is one :class:`World`; :class:`ObjectWorld` is a user's, named the way a
-task file's ``world:`` section names it (``apps`` as ``pkg.mod:attr`` references, a
-``state_model``, an ``initial_state``).
+A world is a pydantic state model instance plus the tools that act on it. The sandbox phone is
+one (:class:`SandboxWorld`); a task file's ``world:`` section names another (:class:`ModelWorld`:
+app classes, ``@tool`` functions, factories, built over the task's state model). A task runs on
+a :class:`TaskWorld`: the sandbox, its own world, or both side by side. Criteria address the
+combined state by dotted path, as they address the phone's, so the verifier, the oracle replay
+and the vacuity audit need to know nothing about which world a task has.
+
+What an ``apps`` entry may be, told apart by type, never by name:
+
+- a class: built as ``cls(state)``; its ``@tool`` methods act on that state (like sandbox apps);
+- a :class:`~pocketpilot.executor.tools.Tool` (a ``@tool`` function): used as it is;
+- a list or tuple of these;
+- any other callable: a factory ``make(state)`` returning a Tool or an iterable of Tools.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-import inspect
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..contracts import ToolCall, ToolResult, ToolSpec
-from ..errors import WorldError
+from ..errors import PocketPilotError, WorldError
+from ..executor.sandbox import PhoneState, SandboxPhone, StateChange, check_path
+from ..executor.sandbox.diff import diff_values
 from ..executor.tools import Tool, ToolRegistry
 
-__all__ = ["ObjectWorld", "SandboxWorld", "World", "WorldRun", "WorldSpec", "load_world", "merge_patch"]
+__all__ = [
+    "ModelWorld",
+    "SandboxWorld",
+    "TaskWorld",
+    "World",
+    "WorldExecutor",
+    "WorldState",
+    "build_tools",
+    "import_ref",
+    "state_data",
+]
+
+WorldState = BaseModel | dict[str, Any]
+"""A snapshot of a world: its state model instance, or (several worlds side by side) the merged dump."""
 
 
-def merge_patch(base: Any, patch: Any) -> Any:
-    """``patch`` deep-merged over ``base``, lists replaced whole (as the task loader merges ``initial_state``)."""
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
-        for key, value in patch.items():
-            out[key] = merge_patch(base[key], value) if key in base else value
-        return out
-    return patch
+def state_data(state: WorldState | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON form criteria read: ``model_dump(mode="json")`` of a model, a dump as it is."""
+    if isinstance(state, BaseModel):
+        return state.model_dump(mode="json")
+    return dict(state)
 
 
-class WorldRun:
-    """One fresh run of a world: an executor over some of its tools and a way to read its state."""
+@runtime_checkable
+class World(Protocol):
+    """What a task needs of a world: its state model, snapshots of its state, and its tools."""
 
-    def __init__(self, registry: ToolRegistry, dump: Any) -> None:
-        self._registry = registry
-        self._dump = dump
+    name: str
 
-    def tools(self) -> list[ToolSpec]:
-        """Specs of the exposed tools (what an episode header records)."""
-        return self._registry.tools()
+    @property
+    def state_model(self) -> type[BaseModel]: ...
 
-    async def call(self, call: ToolCall) -> ToolResult:
-        """Run one call; an unexposed tool fails as ``unknown_tool``, as in a real run."""
-        return await self._registry.call(call)
+    def snapshot(self) -> BaseModel: ...
 
-    def dump(self) -> dict[str, Any]:
-        """The current state as a JSON-able dict."""
-        return self._dump()
+    def restore(self, snapshot: BaseModel) -> None: ...
 
+    def registry(self) -> ToolRegistry: ...
 
-class World(ABC):
-    """What the generator needs from a world; implementations wrap the sandbox or a user's apps."""
-
-    name: str = "world"
-
-    @abstractmethod
-    def tools(self) -> list[ToolSpec]:
-        """Every tool of the world, with its declared semantics."""
-
-    @abstractmethod
-    def app_of(self, tool: str) -> str:
-        """The app a tool belongs to (a task's domain)."""
-
-    @abstractmethod
-    def base(self) -> dict[str, Any]:
-        """The world's initial state, dumped (a task's ``initial_state`` is a patch over it)."""
-
-    @abstractmethod
-    def start(self, patch: dict[str, Any] | None = None, tools: Sequence[str] | None = None) -> WorldRun:
-        """A fresh run from the initial state with ``patch`` merged in, exposing ``tools`` (None: all)."""
-
-    @abstractmethod
-    def task_fields(self, tools: Sequence[str]) -> dict[str, Any]:
-        """What a task file needs to name this world and expose ``tools`` (``tools``, ``world``)."""
-
-    def apps(self) -> list[str]:
-        """App names, in tool order."""
-        return list(dict.fromkeys(self.app_of(t.name) for t in self.tools()))
-
-    def check(self, task: dict[str, Any]) -> str | None:
-        """A loader-level check of a finished task dict; a reason string when it is refused."""
-        return None
+    def apps(self) -> dict[str, list[str]]:
+        """App name -> its tool names (a task's ``tools:`` may name an app for all of them)."""
+        ...
 
 
-class SandboxWorld(World):
-    """The sandbox phone (``default_state(seed)``), one phone reused: each run swaps in a fresh state."""
+class SandboxWorld:
+    """The sandbox phone as a world (the phone itself is unchanged; this only presents it)."""
 
     name = "sandbox"
 
-    def __init__(self, seed: int = 0) -> None:
-        from ..executor.sandbox import SandboxPhone, default_state
+    def __init__(self, phone: SandboxPhone | None = None) -> None:
+        self.phone = phone if phone is not None else SandboxPhone()
 
-        self.seed = seed
-        self._phone = SandboxPhone(default_state(seed))
-        self._base = self._phone.state.model_dump(mode="json")
-        self._specs = self._phone.registry().tools()
+    @property
+    def state_model(self) -> type[BaseModel]:
+        return PhoneState
 
-    def tools(self) -> list[ToolSpec]:
-        return list(self._specs)
+    def snapshot(self) -> PhoneState:
+        return self.phone.snapshot()
 
-    def app_of(self, tool: str) -> str:
-        return self._phone.app_of(tool)
+    def restore(self, snapshot: BaseModel) -> None:
+        self.phone.restore(PhoneState.model_validate(snapshot.model_dump()))
 
-    def base(self) -> dict[str, Any]:
-        return self._base
+    def registry(self) -> ToolRegistry:
+        return self.phone.registry()
 
-    def start(self, patch: dict[str, Any] | None = None, tools: Sequence[str] | None = None) -> WorldRun:
-        from ..executor.sandbox import PhoneState
+    def apps(self) -> dict[str, list[str]]:
+        return {app: self.phone.tool_names(app) for app in self.phone.apps}
 
-        self._phone.state = PhoneState.model_validate(merge_patch(self._base, patch or {}))
-        full = self._phone.registry()
-        registry = full if tools is None else full.subset(tools)
-        return WorldRun(registry, lambda: self._phone.state.model_dump(mode="json"))
-
-    def task_fields(self, tools: Sequence[str]) -> dict[str, Any]:
-        # the sandbox loader expands app names, so a task lists the apps it is about
-        return {"tools": list(dict.fromkeys(self.app_of(t) for t in tools))}
-
-    def check(self, task: dict[str, Any]) -> str | None:
-        from ..errors import TaskSpecError
-        from .loader import parse_task
-
-        try:
-            parse_task(task, task.get("id", "generated"))
-        except TaskSpecError as exc:
-            return exc.reason
-        return None
+    def clock(self) -> datetime:
+        """The phone's fixed clock (the harness shows it as evidence)."""
+        return self.phone.state.now
 
 
-class WorldSpec(BaseModel):
-    """A user's world as a task file's ``world:`` section names it."""
+class _EmptyState(BaseModel):
+    """The state of a world that brings tools only (nothing for criteria to read)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    apps: list[str] = Field(min_length=1)
-    """``pkg.mod:attr`` references: app classes (built as ``cls(state)``), ``@tool`` functions,
-    or factories called with the state that return an object with ``@tool`` methods."""
-    state_model: str
-    """``pkg.mod:attr`` of a pydantic model of the whole state."""
-    initial_state: dict[str, Any] = Field(default_factory=dict)
-    sandbox: bool = False
+    model_config = ConfigDict(extra="forbid")
 
 
-def _resolve(ref: str) -> Any:
-    module, _, attr = ref.partition(":")
-    if not module or not attr:
-        raise WorldError(ref, "expected a reference of the form pkg.module:attr")
+ToolSource = Any
+"""An ``apps`` entry once imported: a class, a Tool, a list/tuple of those, or a factory."""
+
+
+def _app_name(cls: type) -> str:
+    declared = getattr(cls, "name", None)
+    return declared if isinstance(declared, str) and declared else cls.__name__
+
+
+def build_tools(source: ToolSource, state: BaseModel, label: str = "app") -> list[tuple[str | None, Tool]]:
+    """The tools ``source`` provides over ``state``, each with the app it belongs to (None: none).
+
+    Raises:
+        WorldError: ``source`` is none of the accepted kinds, a class with no ``@tool`` method, or
+            a factory that returned something other than tools.
+    """
+    if isinstance(source, Tool):
+        return [(None, source)]
+    if isinstance(source, (list, tuple)):
+        return [pair for i, item in enumerate(source) for pair in build_tools(item, state, f"{label}[{i}]")]
+    if isinstance(source, type):
+        instance = source(state)
+        found = ToolRegistry.from_object(instance)
+        if not found.names():
+            raise WorldError("world", f"{label}: class {source.__name__} has no @tool methods")
+        name = _app_name(source)
+        return [(name, found[t]) for t in found.names()]
+    if callable(source):
+        made = source(state)
+        items = [made] if isinstance(made, Tool) else list(made) if isinstance(made, Iterable) else None
+        if items is None or not all(isinstance(t, Tool) for t in items):
+            raise WorldError("world", f"{label}: factory {getattr(source, '__name__', source)!r} returned "
+                                      f"{type(made).__name__}, not a Tool or a list of Tools")
+        return [(None, t) for t in items]
+    raise WorldError("world", f"{label}: {source!r} is not a class, a Tool, a list of them, or a factory")
+
+
+@contextlib.contextmanager
+def _search_path(roots: Sequence[Path]) -> Iterator[None]:
+    """Put ``roots`` first on ``sys.path`` for one import, and take them off again."""
+    added = [str(r) for r in roots if str(r) not in sys.path]
+    sys.path[:0] = added
+    importlib.invalidate_caches()
     try:
-        obj: Any = importlib.import_module(module)
-    except ImportError as exc:
-        raise WorldError(ref, f"cannot import {module}: {exc}") from exc
+        yield
+    finally:
+        for entry in added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+
+
+def import_ref(ref: str, roots: Sequence[Path] = ()) -> Any:
+    """The object ``module:attr`` names (``attr`` may be dotted), imported with ``roots`` on sys.path.
+
+    Raises:
+        WorldError: the reference is malformed, the module does not import (whatever it raised:
+            a missing module, a syntax error, a tool whose declared semantics do not fit its
+            signature), or it has no such attribute.
+    """
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise WorldError("world", f"{ref!r} is not 'module:attr'")
+    try:
+        with _search_path(roots):
+            module = importlib.import_module(module_name)
+    except PocketPilotError as exc:
+        raise WorldError("world", f"{ref!r}: importing {module_name!r} failed: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a user's module may raise anything; it becomes one line
+        raise WorldError("world", f"{ref!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    obj: Any = module
     for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError as exc:
-            raise WorldError(ref, f"{module} has no attribute {attr}") from exc
+        if not hasattr(obj, part):
+            raise WorldError("world", f"{ref!r}: module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
     return obj
 
 
-class ObjectWorld(World):
-    """A user's world: its app classes, tool functions or factories over one pydantic state."""
+class ModelWorld:
+    """A world a task brings: a state model instance and the tools its apps build over it.
 
-    def __init__(self, spec: WorldSpec, *, name: str = "world") -> None:
-        self.spec, self.name = spec, name
-        model = _resolve(spec.state_model)
-        if not (inspect.isclass(model) and issubclass(model, BaseModel)):
-            raise WorldError(spec.state_model, "state_model must be a pydantic model class")
-        self._model: type[BaseModel] = model
-        self._apps = [(ref, _resolve(ref)) for ref in spec.apps]
-        try:
-            self._base = model.model_validate(spec.initial_state).model_dump(mode="json")
-        except ValidationError as exc:
-            raise WorldError(spec.state_model, f"initial_state does not validate: {exc.errors()[0]['msg']}") from exc
-        registry, _ = self._build(self._model.model_validate(self._base))
-        self._specs = registry.tools()
-        self._app_of = dict(self._owner)
+    Tools hold the state instance they were built with, so :meth:`restore` writes a snapshot's
+    values into that same instance rather than swapping it.
+    """
 
-    def _build(self, state: BaseModel) -> tuple[ToolRegistry, BaseModel]:
-        registry = ToolRegistry()
-        owner: list[tuple[str, str]] = []
-        for ref, obj in self._apps:
-            app = str(getattr(obj, "name", None) or ref.rpartition(":")[2].split(".")[-1]).lower()
-            if isinstance(obj, Tool):
-                tools = [obj]
-            else:
-                made = obj(state) if callable(obj) else obj
-                if isinstance(made, Tool):
-                    tools = [made]
-                else:
-                    found = ToolRegistry.from_object(made)
-                    tools = [found[n] for n in found.names()]
-                if not inspect.isclass(obj):
-                    app = str(getattr(made, "name", app)).lower()
-            for t in tools:
-                registry.add(t)
-                owner.append((t.name, app))
-        self._owner = owner
-        return registry, state
+    name = "world"
 
-    def tools(self) -> list[ToolSpec]:
-        return list(self._specs)
+    def __init__(self, state: BaseModel | None = None, apps: Sequence[ToolSource] = (), *,
+                 concurrent: bool = False, labels: Sequence[str] | None = None) -> None:
+        self.state = state if state is not None else _EmptyState()
+        self._registry = ToolRegistry(concurrent=concurrent)
+        self._apps: dict[str, list[str]] = {}
+        for i, source in enumerate(apps):
+            label = labels[i] if labels is not None else f"apps[{i}]"
+            try:
+                built = build_tools(source, self.state, label)
+            except WorldError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a user's constructor or factory may raise anything
+                raise WorldError("world", f"{label}: building its tools failed: {type(exc).__name__}: {exc}") from exc
+            for app, t in built:
+                if t.name in self._registry:
+                    raise WorldError("world", f"{label}: duplicate tool name {t.name!r}")
+                self._registry.add(t)
+                if app is not None:
+                    self._apps.setdefault(app, []).append(t.name)
 
-    def app_of(self, tool: str) -> str:
-        return self._app_of[tool]
+    @property
+    def state_model(self) -> type[BaseModel]:
+        return type(self.state)
 
-    def base(self) -> dict[str, Any]:
-        return self._base
+    def snapshot(self) -> BaseModel:
+        return self.state.model_copy(deep=True)
 
-    def start(self, patch: dict[str, Any] | None = None, tools: Sequence[str] | None = None) -> WorldRun:
-        state = self._model.model_validate(merge_patch(self._base, patch or {}))
-        registry, state = self._build(state)
-        registry = registry if tools is None else registry.subset(tools)
-        return WorldRun(registry, lambda: state.model_dump(mode="json"))
+    def restore(self, snapshot: BaseModel) -> None:
+        fresh = self.state_model.model_validate(snapshot.model_dump())
+        self.state.__dict__.update(fresh.__dict__)
+        if fresh.__pydantic_extra__ is not None:
+            self.state.__pydantic_extra__ = dict(fresh.__pydantic_extra__)
+        self.state.__pydantic_fields_set__ = set(fresh.__pydantic_fields_set__)
 
-    def task_fields(self, tools: Sequence[str]) -> dict[str, Any]:
-        return {"tools": list(tools), "world": self.spec.model_dump(mode="json")}
+    def registry(self) -> ToolRegistry:
+        return self._registry
+
+    def apps(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self._apps.items()}
+
+    def clock(self) -> datetime | None:
+        """The state's own ``now``, when its model has a datetime field of that name."""
+        now = getattr(self.state, "now", None)
+        return now if isinstance(now, datetime) else None
 
 
-def load_world(ref: str | None) -> World:
-    """The sandbox (None or ``sandbox``), a world YAML/JSON file, or a ``pkg.mod:attr`` world section.
+class TaskWorld:
+    """The worlds one task runs on, side by side: one tool catalogue, one addressable state.
+
+    The members' top-level state fields must be distinct, so a criterion path names exactly one
+    world's value.
 
     Raises:
-        WorldError: the reference, file or section cannot be loaded.
+        WorldError: two members share a tool name or a top-level state field.
     """
-    if ref in (None, "sandbox"):
-        return SandboxWorld()
-    assert ref is not None
-    path = Path(ref)
-    if path.suffix.lower() in (".yaml", ".yml", ".json") and path.is_file():
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        data = data.get("world", data) if isinstance(data, dict) else data
-        name = path.stem
-    else:
-        data = _resolve(ref)
-        name = ref.rpartition(":")[2].lower()
-    if isinstance(data, WorldSpec):
-        return ObjectWorld(data, name=name)
-    try:
-        return ObjectWorld(WorldSpec.model_validate(data), name=name)
-    except ValidationError as exc:
-        raise WorldError(ref, f"not a world section: {exc.errors()[0]['msg']}") from exc
+
+    def __init__(self, members: Sequence[World]) -> None:
+        if not members:
+            raise WorldError("world", "a task needs a world: the sandbox, its own apps, or both")
+        self.members = list(members)
+        self._owner: dict[str, World] = {}
+        fields: dict[str, str] = {}
+        for world in self.members:
+            for name in world.registry().names():
+                if name in self._owner:
+                    raise WorldError("world", f"tool {name!r} is offered by both {self._owner[name].name} "
+                                              f"and {world.name}")
+                self._owner[name] = world
+            for field in world.state_model.model_fields:
+                if field in fields:
+                    raise WorldError("world", f"state field {field!r} is in both {fields[field]} and {world.name}")
+                fields[field] = world.name
+        self._field_owner = fields
+
+    @property
+    def sandbox(self) -> SandboxWorld | None:
+        """The sandbox member, when the task keeps the phone."""
+        return next((w for w in self.members if isinstance(w, SandboxWorld)), None)
+
+    def tool_names(self) -> list[str]:
+        """Every tool of every member, in member order."""
+        return list(self._owner)
+
+    def apps(self) -> dict[str, list[str]]:
+        """Every member's apps (an app name that two members use stands for both's tools)."""
+        out: dict[str, list[str]] = {}
+        for world in self.members:
+            for app, names in world.apps().items():
+                out.setdefault(app, []).extend(names)
+        return out
+
+    def specs(self) -> dict[str, ToolSpec]:
+        """Every tool's declared spec by name (the verifier reads semantics from these)."""
+        return {name: world.registry()[name].spec for name, world in self._owner.items()}
+
+    def check_path(self, path: str) -> None:
+        """Check that ``path`` can exist in this world's state.
+
+        Raises:
+            ValueError: naming the first segment that does not fit the state models.
+        """
+        head = path.split(".", 1)[0]
+        owner = next((w for w in self.members if w.name == self._field_owner.get(head)), None)
+        if owner is None:
+            raise ValueError(f"{path!r}: the state has no field {head!r} (fields: {', '.join(self._field_owner)})")
+        check_path(path, owner.state_model)
+
+    def snapshot(self) -> WorldState:
+        """The state now, independent of later changes: the member's model, or the merged dump."""
+        if len(self.members) == 1:
+            return self.members[0].snapshot()
+        return self.dump()
+
+    def dump(self) -> dict[str, Any]:
+        """The merged JSON form of every member's state."""
+        out: dict[str, Any] = {}
+        for world in self.members:
+            out.update(world.snapshot().model_dump(mode="json"))
+        return out
+
+    def restore(self, snapshot: WorldState) -> None:
+        """Put every member back to ``snapshot`` (one :meth:`snapshot` of this world)."""
+        if isinstance(snapshot, BaseModel):
+            if len(self.members) != 1:
+                raise WorldError("world", "a model snapshot restores a world of one member only")
+            self.members[0].restore(snapshot)
+            return
+        for world in self.members:
+            part = {k: v for k, v in snapshot.items() if k in world.state_model.model_fields}
+            try:
+                world.restore(world.state_model.model_validate(part))
+            except ValidationError as exc:
+                raise WorldError("world", f"snapshot does not fit {world.name}: {exc.error_count()} error(s)") from exc
+
+    def diff(self, before: WorldState, after: WorldState) -> list[StateChange]:
+        """Every leaf-level change from ``before`` to ``after`` (see ``diff_states``)."""
+        return diff_values(state_data(before), state_data(after))
+
+    def clock(self) -> datetime | None:
+        """The world's clock, if it has one: the phone's, else a member state's ``now``."""
+        for world in self.members:
+            read: Callable[[], datetime | None] | None = getattr(world, "clock", None)
+            now = read() if read is not None else None
+            if now is not None:
+                return now
+        return None
+
+    def executor(self, tools: Sequence[str] | None = None) -> WorldExecutor:
+        """An executor exposing ``tools`` (tool or app names; None: all)."""
+        return WorldExecutor(self, tools)
+
+
+class WorldExecutor:
+    """Runs tool calls on a :class:`TaskWorld`, exposing all or some of its tools.
+
+    Each call goes to its member's registry, so a member's own rule for concurrent calls
+    (a sandbox phone or a non-thread-safe world sees one call at a time) holds.
+
+    Raises:
+        WorldError: ``tools`` names a tool or app the world does not have.
+    """
+
+    def __init__(self, world: TaskWorld, tools: Sequence[str] | None = None) -> None:
+        self.world = world
+        apps = world.apps()
+        names: list[str] = []
+        if tools is None:
+            names = world.tool_names()
+        else:
+            unknown = []
+            for name in tools:
+                if name in apps:
+                    names.extend(apps[name])
+                elif name in world.tool_names():
+                    names.append(name)
+                else:
+                    unknown.append(name)
+            if unknown:
+                raise WorldError("world", f"unknown tool(s) {', '.join(map(repr, unknown))}; "
+                                          f"tools: {', '.join(world.tool_names())}")
+        wanted = set(names)
+        ordered = [n for n in world.tool_names() if n in wanted]
+        self._routes: dict[str, ToolRegistry] = {}
+        for member in world.members:
+            sub = member.registry().subset(n for n in ordered if n in member.registry())
+            for n in sub.names():
+                self._routes[n] = sub
+        self._order = ordered
+
+    def tools(self) -> list[ToolSpec]:
+        """Specs of the exposed tools, in catalogue order."""
+        return [self._routes[n][n].spec for n in self._order]
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run one call; an unexposed tool is an ``unknown_tool`` failure, never an exception."""
+        registry = self._routes.get(call.name)
+        if registry is None:
+            return ToolResult.failure(
+                "unknown_tool", f"no tool named {call.name!r}; available: {', '.join(self._order)}"
+            )
+        return await registry.call(call)

@@ -49,12 +49,12 @@ def test_the_demo_asks_instead_of_allowing_all(monkeypatch: pytest.MonkeyPatch) 
         async def aclose(self) -> None:
             return None
 
-    async def fake_run_task(task: Any, planner: Any, **kw: Any) -> Any:
+    async def fake_run_task_session(task: Any, planner: Any, **kw: Any) -> Any:
         seen["task"], seen["confirm"] = task.id, kw["confirm"]
         raise SystemExit(0)
 
     monkeypatch.setattr(run_module, "build_planner", lambda *a, **k: Planner())
-    monkeypatch.setattr(run_module, "run_task", fake_run_task)
+    monkeypatch.setattr(run_module, "run_task_session", fake_run_task_session)
     CliRunner().invoke(cli, ["demo"])
     assert seen["task"] == run_module.DEMO_TASK
     assert not asyncio.run(seen["confirm"](ToolCall(name="power_off"), POWER_OFF))  # no terminal here: denied

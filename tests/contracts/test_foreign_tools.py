@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
 from enum import Enum
 
 import pytest
@@ -148,3 +149,16 @@ def test_a_tool_can_declare_itself_concurrent_in_a_serial_world():
         return time.monotonic() - t0
 
     assert asyncio.run(batch()) < 0.5  # overlapped: the tool said it may
+
+
+def test_a_schema_checked_once_still_rejects_a_bad_one_every_time():
+    good = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    first = Tool.from_schema("a", good, lambda **kw: kw)
+    again = Tool.from_schema("b", dict(good), lambda **kw: kw)  # the metaschema check is cached
+    assert first.spec.parameters == again.spec.parameters
+    bad = {"type": "object", "properties": {"n": {"type": 5}}}
+    for _ in range(2):  # a failure is not cached as a pass
+        with pytest.raises(ToolDefinitionError):
+            Tool.from_schema("c", bad, lambda **kw: kw)
+    odd = {"type": "object", "properties": {"n": {"type": "number", "default": Decimal("1.5")}}}  # not JSON
+    assert Tool.from_schema("d", odd, lambda **kw: kw).spec.parameters["properties"]["n"]["default"] == 1.5

@@ -20,7 +20,7 @@ from pocketpilot.errors import ToolDefinitionError, UsageError
 from pocketpilot.executor import tool
 from pocketpilot.executor.adb import AdbExecutor
 from pocketpilot.executor.mcp import McpExecutor, spec_from_mcp, stdio_server
-from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 
 
 def _sandbox_specs() -> dict[str, ToolSpec]:
@@ -96,8 +96,17 @@ def test_confirmation_follows_the_effect_not_only_the_flag() -> None:
     assert ToolSpec(name="x", effect="update", destructive=True).effect_label() == "destructive"
     assert not ToolSpec(name="x", effect="setting").needs_confirmation
     assert ToolEffect(effect="send", detail="tap on Send").effect_label() == "send"
-    needing = {n for n, s in _sandbox_specs().items() if s.needs_confirmation}
+    phone = SandboxPhone()
+    original = [t for app in EVERYDAY_APPS for t in phone.tool_names(app)]  # the apps before issue 16 §2
+    needing = {n for n, s in _sandbox_specs().items() if s.needs_confirmation and n in original}
     assert needing == {"send_sms", "delete_note", "power_off", "delete_alarm", "delete_event"}
+    # every money-spending, sending or deleting tool of the newer apps asks, by its effect alone
+    for name, spec in _sandbox_specs().items():
+        if spec.effect in {"send", "purchase", "delete"}:
+            assert spec.needs_confirmation, name
+    assert {"send_email", "place_order", "book_trip", "pay_payee", "send_money", "empty_trash"} <= {
+        n for n, s in _sandbox_specs().items() if s.needs_confirmation}
+    assert not any(s.needs_confirmation for n, s in _sandbox_specs().items() if s.read_only)
 
 
 def _decorators(module: Any) -> list[tuple[str, ast.expr]]:

@@ -21,7 +21,7 @@ def test_registry_holds_every_app_tool() -> None:
     phone = SandboxPhone()
     registry = phone.registry()
     assert isinstance(registry, ToolRegistry)
-    assert len(registry.names()) == 37
+    assert registry.names() == [t for app in phone.apps for t in phone.tool_names(app)]
     assert phone.tool_names("cast") == ["get_cast_status", "start_cast", "stop_cast"]
     assert phone.app_of("send_sms") == "messages"
     with pytest.raises(UsageError, match="unknown sandbox app 'radio'"):

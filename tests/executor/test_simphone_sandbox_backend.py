@@ -63,3 +63,21 @@ def test_start_stop_background_process(tmp_path: Path, adb_server: AdbServer) ->
         assert stop_simphone(tmp_path / "state")
     assert not (tmp_path / "state" / "simphone.json").exists()
     assert not stop_simphone(tmp_path / "state")
+
+
+def test_the_new_sandbox_apps_are_listed_and_launchable_on_the_simulated_phone() -> None:
+    phone = SandboxPhone(seed=0)
+    backend = SandboxBackend(phone)
+    catalog = phone.catalog()
+    extra = {a.package for a in catalog.apps if a.package} - {a.package for a in phone.state.installed_apps}
+    assert {"com.google.android.gm", "com.google.android.apps.walletnfcrel", "com.pocketpilot.bank"} <= extra
+    assert extra <= set(backend.packages())
+    assert [a.package for a in phone.state.installed_apps] == [
+        a.package for a in backend.apps()[1:len(phone.state.installed_apps) + 1]
+    ]  # the installed apps come first, unchanged
+    icons = {n.text: n for n in backend.ui_tree().walk() if n.action and n.action.startswith("launch:")}
+    wallet = icons["Wallet"]
+    left, top, right, bottom = wallet.bounds
+    backend.tap((left + right) / 2, (top + bottom) / 2)
+    assert phone.state.foreground_app == "com.google.android.apps.walletnfcrel"
+    assert any(n.text == "Wallet" for n in backend.ui_tree().walk())

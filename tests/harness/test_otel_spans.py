@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode  # noqa: E402
 
 from pocketpilot.errors import UsageError  # noqa: E402
-from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone  # noqa: E402
+from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone  # noqa: E402
 from pocketpilot.harness import AllowAll, Session  # noqa: E402
 from pocketpilot.harness.base import PlannerOutput, PlanRequest  # noqa: E402
 from pocketpilot.harness.observer import RunEvent  # noqa: E402
@@ -53,7 +53,7 @@ async def test_two_tool_steps_and_finish(spans_of):
         call("read_note", note_id="no-such-note"),  # fails: not_found
         {"kind": "finish", "summary": "wifi is off"},
     ])
-    episode = await Session(planner, SandboxExecutor(phone), observer=observer).run("turn wifi off")
+    episode = await Session(planner, SandboxExecutor(phone, EVERYDAY_APPS), observer=observer).run("turn wifi off")
     assert episode.stop_reason == "finish" and phone.state.settings.wifi is False
     spans = exporter.get_finished_spans()
     by_op: dict[str, list] = {}
@@ -99,7 +99,7 @@ async def test_parallel_calls_and_content_capture():
                                         {"name": "set_bluetooth", "arguments": {"enabled": False}}]},
         {"kind": "finish", "summary": "done"},
     ])
-    await Session(planner, SandboxExecutor(SandboxPhone()), observer=observer).run("wifi on, bluetooth off")
+    await Session(planner, SandboxExecutor(SandboxPhone(), EVERYDAY_APPS), observer=observer).run("wifi on, bluetooth off")
     tools = [s for s in exporter.get_finished_spans() if s.attributes["gen_ai.operation.name"] == "execute_tool"]
     assert sorted(s.attributes["gen_ai.tool.name"] for s in tools) == ["set_bluetooth", "set_wifi"]
     assert len({s.attributes["gen_ai.tool.call.id"] for s in tools}) == 2
@@ -120,7 +120,7 @@ async def test_subagent_nests_under_the_delegating_step(spans_of):
         {"kind": "finish", "summary": "saved"},  # the child
         {"kind": "finish", "summary": "noted"},
     ])
-    session = Session(planner, SandboxExecutor(SandboxPhone()), tools=notes, confirm=AllowAll(), observer=observer)
+    session = Session(planner, SandboxExecutor(SandboxPhone(), EVERYDAY_APPS), tools=notes, confirm=AllowAll(), observer=observer)
     episode = await session.run("note my parking spot")
     assert episode.stop_reason == "finish"
     spans = exporter.get_finished_spans()
@@ -142,7 +142,7 @@ async def test_subagent_nests_under_the_delegating_step(spans_of):
 async def test_lost_device_and_planner_errors_end_spans_with_error_status(spans_of):
     exporter, observer = spans_of
     planner = ScriptedPlanner(["not json at all", call("set_wifi", enabled=False)])  # then runs out
-    episode = await Session(planner, SandboxExecutor(SandboxPhone()), observer=observer).run("wifi off")
+    episode = await Session(planner, SandboxExecutor(SandboxPhone(), EVERYDAY_APPS), observer=observer).run("wifi off")
     assert episode.stop_reason == "planner_error"
     spans = exporter.get_finished_spans()
     chats = sorted((s for s in spans if s.attributes["gen_ai.operation.name"] == "chat"), key=lambda s: s.start_time)
@@ -160,7 +160,7 @@ async def test_a_failing_observer_never_fails_the_run(caplog):
             raise RuntimeError("dashboard down")
 
     planner = ScriptedPlanner([call("set_wifi", enabled=False), {"kind": "finish", "summary": "ok"}])
-    episode = await Session(planner, SandboxExecutor(SandboxPhone()), observer=Broken()).run("wifi off")
+    episode = await Session(planner, SandboxExecutor(SandboxPhone(), EVERYDAY_APPS), observer=Broken()).run("wifi off")
     assert episode.stop_reason == "finish" and "dashboard down" in caplog.text
 
 
@@ -199,7 +199,7 @@ async def test_an_endpoint_planner_is_a_client_span_with_its_server(spans_of):
             return PlannerInfo(backend="openai-compat:http://10.0.0.7:8080/v1", model="qwen-served")
 
     exporter, observer = spans_of
-    await Session(Remote([{"kind": "finish", "summary": "ok"}]), SandboxExecutor(SandboxPhone()),
+    await Session(Remote([{"kind": "finish", "summary": "ok"}]), SandboxExecutor(SandboxPhone(), EVERYDAY_APPS),
                   observer=observer).run("hello")
     (chat,) = [s for s in exporter.get_finished_spans() if s.attributes["gen_ai.operation.name"] == "chat"]
     assert chat.kind is SpanKind.CLIENT and chat.name == "chat qwen-served"
@@ -221,7 +221,7 @@ async def test_a_cancelled_run_ends_every_span(spans_of):
 
     exporter, observer = spans_of
     planner = Stuck([call("set_wifi", enabled=False), {"kind": "finish", "summary": "never"}])
-    run = asyncio.create_task(Session(planner, SandboxExecutor(SandboxPhone()), observer=observer).run("wifi off"))
+    run = asyncio.create_task(Session(planner, SandboxExecutor(SandboxPhone(), EVERYDAY_APPS), observer=observer).run("wifi off"))
     await asyncio.wait_for(stuck_in.wait(), 10)
     run.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -1,7 +1,7 @@
 """Renaming every sandbox tool changes no decision of the harness's guards.
 
 The guards (scope, undo, confirmation, the skills' gates) must read declared semantics, never
-names. Every sandbox tool gets a meaningless name (t01..t37, same spec otherwise, same
+names. Every sandbox tool gets a meaningless name (t001, t002..., same spec otherwise, same
 handler); the skills' SKILL.md files, which name tools as data, are renamed the same way. Then
 every bundled task's oracle and a set of guard-provoking scenarios run through the full harness
 guard set under both namings, and every step, result, notice, confirmation request, final
@@ -31,16 +31,18 @@ from pocketpilot.tasks import load_suite, prepare
 from pocketpilot.tasks.oracle import oracle_actions
 
 NAMES = SandboxPhone().registry().names()
-NEW = {old: f"t{i:02d}" for i, old in enumerate(NAMES, start=1)}
+NEW = {old: f"t{i:03d}" for i, old in enumerate(NAMES, start=1)}
 OLD = {new: old for old, new in NEW.items()}
-_NEW_NAME = re.compile(r"\bt\d\d\b")
+_NEW_NAME = re.compile(r"\bt\d{3}\b")
 _OLD_NAME = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reverse=True)) + r")\b")
 GUARDS = HarnessConfig(max_steps=12)
 FINISH = {"kind": "finish", "summary": "done"}
 
 
 def test_there_is_one_new_name_per_sandbox_tool() -> None:
-    assert len(NAMES) == 37 and len(set(NEW.values())) == 37
+    assert len(NAMES) == SandboxPhone().catalog().tool_count >= 150
+    assert len(set(NEW.values())) == len(NAMES)
+    assert not any(_NEW_NAME.fullmatch(n) for n in NAMES)  # a new name never collides with an old one
 
 
 class Renamed:

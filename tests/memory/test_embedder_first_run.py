@@ -69,7 +69,7 @@ def test_without_an_embedder_the_run_says_so_in_one_line(tmp_path: Path, monkeyp
 
 @pytest.mark.parametrize("fixture", ["kw_store", "store"])
 async def test_the_trace_header_records_how_memory_was_searched(fixture, request, svc):
-    from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+    from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
     from pocketpilot.harness import Session
     from pocketpilot.harness.planners import ScriptedPlanner
     from pocketpilot.memory import SessionMemory
@@ -77,9 +77,9 @@ async def test_the_trace_header_records_how_memory_was_searched(fixture, request
     store = request.getfixturevalue(fixture)
     memory = SessionMemory(store, svc, "s1")
     planner = ScriptedPlanner([{"kind": "finish", "summary": "done"}])
-    episode = await Session(planner, SandboxExecutor(SandboxPhone()), memory=memory).run("x")
+    episode = await Session(planner, SandboxExecutor(SandboxPhone(), EVERYDAY_APPS), memory=memory).run("x")
     expected = "keyword-only" if store.embedder is None else f"hybrid ({store.embedder.name})"
     assert episode.header.memory_retrieval == expected
     bare = await Session(ScriptedPlanner([{"kind": "finish", "summary": "done"}]),
-                         SandboxExecutor(SandboxPhone())).run("x")
+                         SandboxExecutor(SandboxPhone(), EVERYDAY_APPS)).run("x")
     assert bare.header.memory_retrieval is None

@@ -2,54 +2,63 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import yaml
 
 from pocketpilot.errors import WorldError
-from pocketpilot.tasks.generate import generate, write_tasks
-from pocketpilot.tasks.spec import TaskSpec
+from pocketpilot.tasks import load_suite
+from pocketpilot.tasks.audit import audit_task
+from pocketpilot.tasks.generate import generate_async, write_tasks
 from pocketpilot.tasks.validate import validate_task
-from pocketpilot.tasks.world import ObjectWorld, WorldSpec, load_world
+from pocketpilot.tasks.gen_world import UserGenWorld, load_gen_world
+from pocketpilot.tasks.spec import WorldSpec
 
 import tiny_world
 
 
 def test_a_world_loads_from_a_reference_or_a_file(tmp_path) -> None:
-    world = load_world("tiny_world:FULL_WORLD")
-    assert isinstance(world, ObjectWorld)
+    world = load_gen_world("tiny_world:FULL_WORLD")
+    assert isinstance(world, UserGenWorld)
     assert {t.name for t in world.tools()} == {"home_status", "switch_lamp", "fan_speed", "add_item", "notify",
                                                "drop_item", "home_clock", "sprinkler"}
-    assert world.app_of("switch_lamp") == "home" and world.app_of("sprinkler") == "garden"
+    assert world.app_of("switch_lamp") == "home" and world.domains(["sprinkler", "home_clock"]) == []
     path = tmp_path / "world.yaml"
     path.write_text(yaml.safe_dump({"world": tiny_world.WORLD}))
-    assert {t.name for t in load_world(str(path)).tools()} >= {"switch_lamp"}
+    assert {t.name for t in load_gen_world(str(path)).tools()} >= {"switch_lamp"}
     with pytest.raises(WorldError, match="cannot import"):
-        load_world("no_such_module_here:WORLD")
+        load_gen_world("no_such_module_here:WORLD")
     with pytest.raises(WorldError):
-        ObjectWorld(WorldSpec(apps=["tiny_world:HomeApp"], state_model="tiny_world:HomeApp"))
+        UserGenWorld(WorldSpec(apps=["tiny_world:HomeApp"], state_model="tiny_world:HomeApp"))
 
 
-def test_tasks_on_a_user_world_carry_its_world_section_and_pass_validation(tmp_path) -> None:
-    world = load_world("tiny_world:FULL_WORLD")
+async def test_tasks_on_a_user_world_carry_its_world_section_and_pass_the_loader_and_audit(tmp_path) -> None:
+    world = load_gen_world("tiny_world:FULL_WORLD")
     wanted = ["setting-bool", "setting-value", "create-record", "update-record", "multi-two", "mem-recall",
               "precond-create-first", "handoff-id", "cond-true"]
-    gen = generate(world, count=36, seed=2, prefix="home-", only=wanted)
+    gen = await generate_async(world, count=36, seed=2, prefix="home-", only=wanted)
     made = {t for t, n in gen.per_template.items() if n > 0}
     assert made == set(wanted), gen.per_template
     for task in gen.tasks:
-        assert task["world"] == WorldSpec.model_validate(tiny_world.FULL_WORLD).model_dump(mode="json")
+        assert task["world"]["apps"] == tiny_world.FULL_WORLD["apps"]
+        assert task["world"]["state_model"] == tiny_world.FULL_WORLD["state_model"]
+        assert "initial_state" not in task  # a world without the sandbox starts from its own initial_state
         assert set(task["tools"]) <= {t.name for t in world.tools()}
-        TaskSpec.model_validate({k: v for k, v in task.items() if k != "world"})
     write_tasks(gen, tmp_path)
-    written = yaml.safe_load(next(tmp_path.glob("home-*.yaml")).read_text())
-    assert written["world"]["apps"] == tiny_world.FULL_WORLD["apps"]
+    shutil.copy(tiny_world.__file__, tmp_path / "tiny_world.py")  # a folder an app team hands over
+    loaded = load_suite(directory=tmp_path)  # the normal loader builds each task's own world
+    assert sorted(t.id for t in loaded) == sorted(t["id"] for t in gen.tasks)
+    for task in loaded[:6]:
+        report = await audit_task(task)
+        assert report.ok, report
 
 
 async def test_validation_on_a_user_world_catches_a_task_that_measures_nothing() -> None:
-    world = load_world("tiny_world:WORLD")
+    world = load_gen_world("tiny_world:WORLD")
     task = {
         "id": "home-lamp", "goal": "Turn the lamp on.", "capability": "single_tool", "split": "dev",
-        "tools": ["switch_lamp"], "world": tiny_world.WORLD,
+        "tools": ["switch_lamp"], "world": tiny_world.WORLD, "domains": ["home"],
         "criteria": [{"kind": "state", "path": "lamp", "equals": True}, {"kind": "unchanged", "allow": ["lamp"]}],
         "oracle": [{"call": "switch_lamp", "args": {"on": True}}, {"finish": "On."}],
     }

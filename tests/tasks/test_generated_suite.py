@@ -26,6 +26,18 @@ def test_the_suite_is_large_stratified_and_apart_from_the_bundled_one() -> None:
     assert len(bundled) == 153  # the bundled suite is untouched
 
 
+def test_every_template_and_every_app_is_in_the_suite() -> None:
+    import yaml
+
+    from pocketpilot.tasks.gen_world import SandboxGenWorld
+    from pocketpilot.tasks.template import load_templates
+
+    manifest = yaml.safe_load((SUITE_DIR / "MANIFEST.yml").read_text())
+    assert {t.id for t in load_templates().templates} == {k for k, n in manifest["per_template"].items() if n > 0}
+    assert manifest["templates_digest"] == load_templates().digest  # the suite is what the templates give now
+    assert set(manifest["by_domain"]) == set(SandboxGenWorld().apps())
+
+
 def test_the_generated_test_split_matches_its_record() -> None:
     found = suite_drift()
     assert not found, (
@@ -59,9 +71,9 @@ async def test_every_suite_task_passes_the_audit() -> None:
 @pytest.mark.slow
 def test_regenerating_gives_the_committed_files(tmp_path) -> None:
     from pocketpilot.tasks.generate import generate, write_tasks
-    from pocketpilot.tasks.world import SandboxWorld
+    from pocketpilot.tasks.gen_world import SandboxGenWorld
 
-    gen = generate(SandboxWorld(), count=SUITE_COUNT, seed=SUITE_SEED, existing_goals={t.goal for t in load_suite()})
+    gen = generate(SandboxGenWorld(), count=SUITE_COUNT, seed=SUITE_SEED, existing_goals={t.goal for t in load_suite()})
     write_tasks(gen, tmp_path)
     committed = {p.name: p.read_bytes() for p in SUITE_DIR.iterdir()}
     fresh = {p.name: p.read_bytes() for p in tmp_path.iterdir()}

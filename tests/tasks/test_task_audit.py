@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from typing import Any
+
 from pocketpilot.contracts import Finish
+from pocketpilot.executor.sandbox import default_state
 from pocketpilot.tasks import load_suite
 from pocketpilot.tasks.audit import audit_task, perturbed_oracles, vacuous_criteria
 from pocketpilot.tasks.oracle import run_actions
@@ -70,3 +73,43 @@ async def test_a_seeded_note_that_matches_does_not_count_as_created() -> None:
     uncreated = task.criteria[0].model_copy(update={"created": False})
     loose = task.model_copy(update={"criteria": [uncreated, *task.criteria[1:]]})
     assert vacuous_criteria(loose)  # what the check proved before: nothing
+
+
+def _wifi_task(*criteria: dict[str, Any]) -> TaskSpec:
+    return TaskSpec.model_validate({
+        "id": "audit-kinds", "goal": "Turn the wifi off.", "capability": "single_tool", "split": "dev",
+        "tools": ["settings", "power"], "criteria": list(criteria),
+        "oracle": [{"call": "set_wifi", "args": {"enabled": False}}, {"finish": "off"}]})
+
+
+def test_the_audit_flags_a_range_true_at_the_start_but_not_guards() -> None:
+    start = default_state().settings.brightness
+    loose = {"kind": "state", "path": "settings.brightness", "between": [start - 1, start + 1]}
+    assert vacuous_criteria(_wifi_task(loose)) == [f"state settings.brightness between {start - 1} and {start + 1}"]
+    assert vacuous_criteria(_wifi_task(loose | {"already_true": True})) == []
+    guards = [{"kind": "count", "tool": "set_wifi", "at_most": 1}, {"kind": "no_error", "code": "device_off"},
+              {"kind": "no_call", "tool": "power_off"}]
+    assert vacuous_criteria(_wifi_task(*guards)) == []
+    positive = [{"kind": "count", "tool": "set_wifi", "at_least": 1}, {"kind": "last_call", "tool": "set_wifi"}]
+    assert vacuous_criteria(_wifi_task(*positive)) == []
+
+
+async def test_a_repeated_call_breaks_an_at_most_bound_in_the_audit() -> None:
+    report = await audit_task(_wifi_task({"kind": "count", "tool": "set_wifi", "at_least": 1, "at_most": 1}))
+    assert "step 0 repeated at the end" not in report.surviving and report.ok
+    loose = await audit_task(_wifi_task({"kind": "count", "tool": "set_wifi", "at_least": 1}))
+    assert "step 0 repeated at the end" in loose.surviving
+
+
+async def test_a_task_on_its_own_world_is_audited_like_a_sandbox_task() -> None:
+    from pathlib import Path
+
+    world_tasks = load_suite(directory=Path(__file__).parent / "outside_world")
+    for task in world_tasks:
+        report = await audit_task(task)
+        assert report.ok and not report.do_nothing_passes, report
+    shutdown = next(t for t in world_tasks if t.id == "gh-cool-then-shutdown")
+    before_the_end = shutdown.model_copy(update={"criteria": [c for c in shutdown.criteria if c.kind == "last_call"]})
+    # only "shutdown is the last change": leaving out set_temperature still passes, swapping them does not
+    report = await audit_task(before_the_end)
+    assert "without step 0" in report.surviving and "steps 0 and 1 swapped" not in report.surviving

@@ -108,22 +108,19 @@ async def home_clock() -> dict[str, str]:
 
 
 def make_garden(state: HomeState) -> Any:
-    """A factory: called with the state, returns an object with ``@tool`` methods."""
+    """A factory: called with the state, returns the tools it makes over it."""
 
-    class Garden:
-        name = "garden"
+    @tool(effect="setting", setting="sprinkler", idempotent=True)
+    async def sprinkler(minutes: int = Field(ge=5, le=60)) -> dict[str, int]:
+        """Run the sprinkler.
 
-        @tool(effect="setting", setting="sprinkler", idempotent=True)
-        async def sprinkler(self, minutes: int = Field(ge=5, le=60)) -> dict[str, int]:
-            """Run the sprinkler.
+        Args:
+            minutes: How long.
+        """
+        state.fan = "low" if minutes < 30 else "high"
+        return {"minutes": minutes}
 
-            Args:
-                minutes: How long.
-            """
-            state.fan = "low" if minutes < 30 else "high"
-            return {"minutes": minutes}
-
-    return Garden()
+    return [sprinkler]
 
 
 FULL_WORLD = {**WORLD, "apps": ["tiny_world:HomeApp", "tiny_world:home_clock", "tiny_world:make_garden"]}

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .state import PhoneState
 
-__all__ = ["StateChange", "diff_dumps", "diff_states"]
+__all__ = ["StateChange", "diff_states", "diff_values"]
 
 
 class StateChange(BaseModel):
@@ -48,11 +48,11 @@ def diff_states(before: PhoneState, after: PhoneState) -> list[StateChange]:
     Lists of equal length are compared element-wise; a list that grew or shrank is reported as
     one change of the whole list, since indices after an insert or delete mean nothing.
     """
-    return diff_dumps(before.model_dump(mode="json"), after.model_dump(mode="json"))
+    return diff_values(before.model_dump(mode="json"), after.model_dump(mode="json"))
 
 
-def diff_dumps(before: Any, after: Any) -> list[StateChange]:
-    """:func:`diff_states` over already-dumped (JSON-like) states: any world's state, not only the phone's."""
+def diff_values(before: Any, after: Any) -> list[StateChange]:
+    """:func:`diff_states` of two JSON-like values (any world's dumped state)."""
     out: list[StateChange] = []
     _walk("", before, after, out)
     return out

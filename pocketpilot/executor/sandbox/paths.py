@@ -72,8 +72,10 @@ def check_path(path: str, model: type[BaseModel] = PhoneState) -> None:
     walked: list[str] = []
     for part in path.split("."):
         tp = _strip(tp)
-        origin = get_origin(tp)
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if tp is Any:
+            return  # an untyped value (a world's free-form field) may hold anything below
+        origin = get_origin(tp) or (tp if tp in (list, dict) else None)
+        if isinstance(tp, type) and not origin and issubclass(tp, BaseModel):
             if part not in tp.model_fields:
                 where = ".".join(walked) or "the state"
                 raise ValueError(
@@ -83,9 +85,9 @@ def check_path(path: str, model: type[BaseModel] = PhoneState) -> None:
         elif origin is list:
             if not part.lstrip("-").isdigit():
                 raise ValueError(f"{path!r}: {'.'.join(walked)} is a list; {part!r} is not an index")
-            tp = get_args(tp)[0]
+            tp = (get_args(tp) or (Any,))[0]
         elif origin is dict:
-            tp = get_args(tp)[1]
+            tp = (get_args(tp) or (Any, Any))[1]
         else:
             raise ValueError(f"{path!r}: {'.'.join(walked)} is a plain value; it has no {part!r}")
         walked.append(part)

@@ -7,6 +7,7 @@ import logging
 from ...errors import UsageError
 from ..tools import ToolRegistry
 from .apps import APP_CLASSES, App
+from .catalog import SandboxCatalog, build_catalog
 from .diff import StateChange, diff_states
 from .seeding import default_state
 from .state import PhoneState
@@ -83,6 +84,10 @@ class SandboxPhone:
         if app not in self.apps:
             raise UsageError(f"unknown sandbox app {app!r}; apps: {', '.join(self.apps)}")
         return [t for t, a in self._app_of.items() if a == app]
+
+    def catalog(self) -> SandboxCatalog:
+        """Every app with its domain, description, state section and tool specs."""
+        return build_catalog(self.apps, {a: [self._registry[t].spec for t in self.tool_names(a)] for a in self.apps})
 
     def app_of(self, tool_name: str) -> str:
         """Which app a tool belongs to (KeyError for an unknown tool)."""

@@ -11,6 +11,16 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
+from .sections.bank import default_bank
+from .sections.email import default_email
+from .sections.files import default_files
+from .sections.gallery import default_gallery
+from .sections.home import default_home
+from .sections.maps import default_maps
+from .sections.music import default_music
+from .sections.shop import default_shop
+from .sections.travel import default_travel
+from .sections.wallet import default_wallet
 from .state import (
     Alarm,
     AlarmsState,
@@ -158,4 +168,14 @@ def default_state(seed: int = 0, now: datetime = DEFAULT_NOW) -> PhoneState:
             next_id=3,
         ),
         installed_apps=[AppInfo(package=p, label=lbl) for p, lbl in _APPS],
+        email=default_email(now),
+        maps=default_maps(now),
+        home=default_home(),
+        music=default_music(),
+        gallery=default_gallery(now),
+        files=default_files(now),
+        bank=default_bank(now),
+        shop=default_shop(now),
+        travel=default_travel(now),
+        wallet=default_wallet(now),
     )

@@ -23,6 +23,18 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .sections.accessibility import AccessibilityState
+from .sections.bank import BankState
+from .sections.email import EmailState
+from .sections.files import FilesState
+from .sections.gallery import GalleryState
+from .sections.home import HomeState
+from .sections.maps import MapsState
+from .sections.music import MusicState
+from .sections.shop import ShopState
+from .sections.travel import TravelState
+from .sections.wallet import WalletState
+
 __all__ = [
     "Alarm",
     "AlarmsState",
@@ -229,6 +241,18 @@ class PhoneState(_State):
     installed_apps: list[AppInfo] = Field(default_factory=list)
     foreground_app: str = HOME_PACKAGE
     """Android package name of the app in front; the launcher when at home."""
+    # The sections of the apps added with issue 16 §2 (models and seed data in ``sections/``).
+    accessibility: AccessibilityState = Field(default_factory=AccessibilityState)
+    email: EmailState = Field(default_factory=EmailState)
+    maps: MapsState = Field(default_factory=MapsState)
+    home: HomeState = Field(default_factory=HomeState)
+    music: MusicState = Field(default_factory=MusicState)
+    gallery: GalleryState = Field(default_factory=GalleryState)
+    files: FilesState = Field(default_factory=FilesState)
+    bank: BankState = Field(default_factory=BankState)
+    shop: ShopState = Field(default_factory=ShopState)
+    travel: TravelState = Field(default_factory=TravelState)
+    wallet: WalletState = Field(default_factory=WalletState)
 
     @field_validator("now")
     @classmethod

@@ -39,18 +39,23 @@ class SandboxBackend(MiniPhone):
         return self.sandbox.state
 
     def apps(self) -> tuple[App, ...]:
-        """The sandbox's installed apps plus the launcher."""
+        """The launcher, the sandbox's installed apps, then the sandbox apps with a package of their own.
+
+        The apps added with issue 16 §2 (Gmail, Wallet, Files...) are not in ``installed_apps``,
+        whose default the existing tasks pin; the simulated phone still lists and launches them.
+        """
         main = {
             "com.android.settings": ".Settings",
             "com.google.android.apps.messaging": ".ui.ConversationListActivity",
         }
-        return (
-            App(LAUNCHER, "Launcher", ".Launcher"),
-            *(
-                App(a.package, a.label, main.get(a.package, ".MainActivity"))
-                for a in self.state.installed_apps
-            ),
-        )
+        installed = [App(a.package, a.label, main.get(a.package, ".MainActivity")) for a in self.state.installed_apps]
+        known = {a.package for a in installed}
+        extra = {}
+        for app in self.sandbox.apps.values():
+            package, label = type(app).package, type(app).label
+            if package is not None and package not in known:
+                extra.setdefault(package, App(package, label or app.name, ".MainActivity"))
+        return (App(LAUNCHER, "Launcher", ".Launcher"), *installed, *extra.values())
 
     def props(self) -> dict[str, str]:
         """Properties derived from the sandbox device."""

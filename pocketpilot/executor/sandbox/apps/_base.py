@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from ....errors import ToolFailure
 from ..state import PhoneState
 
-__all__ = ["App", "StateHolder"]
+__all__ = ["DOMAINS", "App", "Domain", "StateHolder"]
+
+Domain = Literal[
+    "settings_connectivity",
+    "system",
+    "media_casting",
+    "accessibility",
+    "communication",
+    "productivity",
+    "health",
+    "utilities",
+    "maps_navigation",
+    "travel_transport",
+    "shopping_payments",
+    "finance",
+    "files_media",
+    "music",
+    "smart_home",
+]
+"""The area of a user's world an app belongs to: reporting and task generation group by it."""
+DOMAINS: tuple[str, ...] = Domain.__args__  # type: ignore[attr-defined]
 
 
 class StateHolder(Protocol):
@@ -26,6 +46,14 @@ class App:
 
     name: ClassVar[str]
     """Short app name; task files may list it to expose all of the app's tools."""
+    domain: ClassVar[Domain]
+    """Which area of the user's world the app serves (declared, like its tools' semantics)."""
+    section: ClassVar[str | None] = None
+    """The ``PhoneState`` field holding the app's records, if it has one of its own."""
+    package: ClassVar[str | None] = None
+    """The Android package the simulated phone shows the app as (None: a system function)."""
+    label: ClassVar[str | None] = None
+    """Its launcher label."""
 
     def __init__(self, phone: StateHolder) -> None:
         self._phone = phone

@@ -18,6 +18,7 @@ class CalculatorApp(App):
     """Evaluate arithmetic."""
 
     name = "calculator"
+    domain = "utilities"
 
     @tool(effect="read", idempotent=True)
     async def calculate(

@@ -34,6 +34,8 @@ class CalendarApp(App):
     """List, create and delete calendar events."""
 
     name = "calendar"
+    domain = "productivity"
+    section = "calendar"
 
     @tool(effect="read", idempotent=True)
     async def list_events(

@@ -17,6 +17,8 @@ class CastApp(App):
     """Start, stop and inspect screen casting."""
 
     name = "cast"
+    domain = "media_casting"
+    section = "cast"
 
     @tool(effect="read", idempotent=True)
     async def get_cast_status(self) -> dict[str, Any]:

@@ -20,6 +20,8 @@ class ClockApp(App):
     """Current time and alarms."""
 
     name = "clock"
+    domain = "productivity"
+    section = "alarms"
 
     def _find(self, alarm_id: str) -> Alarm:
         for alarm in self.state.alarms.items:

@@ -53,6 +53,8 @@ class ContactsApp(App):
     """Look up and list contacts."""
 
     name = "contacts"
+    domain = "communication"
+    section = "contacts"
 
     @tool(effect="read", name_arg="name", idempotent=True)
     async def lookup_contact(

@@ -18,6 +18,7 @@ class ConverterApp(App):
     """Convert between common units."""
 
     name = "converter"
+    domain = "utilities"
 
     @tool(effect="read", idempotent=True)
     async def convert_units(

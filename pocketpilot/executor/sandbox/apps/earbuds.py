@@ -16,6 +16,8 @@ class EarbudsApp(App):
     """The earbuds companion: status, connect, noise control."""
 
     name = "earbuds"
+    domain = "media_casting"
+    section = "earbuds"
 
     @tool(effect="read", idempotent=True)
     async def get_earbuds_status(self) -> dict[str, Any]:

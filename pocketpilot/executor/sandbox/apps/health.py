@@ -18,6 +18,8 @@ class HealthApp(App):
     """Query the health history."""
 
     name = "health"
+    domain = "health"
+    section = "health"
 
     def _day(self, when: str) -> date:
         today = self.state.now.date()

@@ -17,6 +17,7 @@ class LauncherApp(App):
     """Launch apps and see the foreground app."""
 
     name = "launcher"
+    domain = "system"
 
     @tool(effect="navigate", idempotent=True)
     async def launch_app(

@@ -21,6 +21,8 @@ class MessagesApp(App):
     """Send SMS and read received ones."""
 
     name = "messages"
+    domain = "communication"
+    section = "messages"
 
     @tool(effect="send", destructive=True, idempotent=False, open_world=True)
     async def send_sms(

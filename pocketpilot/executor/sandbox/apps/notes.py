@@ -18,6 +18,8 @@ class NotesApp(App):
     """Create, list, search, read and delete notes."""
 
     name = "notes"
+    domain = "productivity"
+    section = "notes"
 
     def _find(self, note_id: str) -> Note:
         for note in self.state.notes.items:

@@ -14,6 +14,8 @@ class PowerApp(App):
     """Device information and power off."""
 
     name = "power"
+    domain = "system"
+    section = "device"
 
     @tool(effect="read", idempotent=True)
     async def get_device_info(self) -> dict[str, Any]:

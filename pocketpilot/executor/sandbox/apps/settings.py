@@ -17,6 +17,8 @@ class SettingsApp(App):
     """Wi-Fi, Bluetooth, do-not-disturb, brightness and ring mode."""
 
     name = "settings"
+    domain = "settings_connectivity"
+    section = "settings"
 
     @tool(effect="read", idempotent=True)
     async def get_settings(self) -> dict[str, Any]:
