@@ -39,7 +39,8 @@ async def test_comparison_json_schema_and_lift() -> None:
     assert data["task_ids"] == ["settings-wifi-off", "mem-recall-night-brightness"]
     assert set(data["runs"]) == {"bare", "harness"}
     for mode, run in data["runs"].items():
-        assert set(run) == {"by_group", "by_capability", "outcomes"}
+        assert set(run) == {"by_group", "by_capability", "outcomes", "wall_s"}
+        assert set(run["wall_s"]["per_task"]) == set(data["task_ids"])  # wall time per task, at a glance
         assert set(run["by_group"]) == {"tool_use", "memory", "ALL"}
         for row in run["by_group"].values():
             assert set(row) == METRICS
