@@ -81,7 +81,9 @@ def state_strings(dump: Any, key: str | None = None) -> list[tuple[str, str]]:
         elif isinstance(node, list):
             for v in node:
                 walk(v, under)
-        elif isinstance(node, str) and 0 < len(node) <= 40 and not _DATETIME.match(node):
+        elif isinstance(node, str) and _DATETIME.match(node):
+            out.append((under, node[:10]))  # a timestamp's day: what a day-based read takes
+        elif isinstance(node, str) and 0 < len(node) <= 40:
             out.append((under, node))
 
     walk(dump, "")

@@ -10,6 +10,7 @@ afterwards by :mod:`.validate`.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import string
@@ -235,11 +236,31 @@ class Drafter:
     def _with_observe(self, tools: list[str], steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for tool, step in zip(tools, steps, strict=True):
-            look = self._observe(tool) if self.specs[tool].id_arg else None
-            if look is not None and _call(look) not in out:
-                out.append(_call(look))
+            # read an app's state before changing it: how an id is found, and what skills ask
+            # ("read the current state first") before a toggle
+            spec = self.specs[tool]
+            look = None if spec.effect == "read" or spec.read_only else self._observe_call(tool, step.get("args") or {})
+            if look is not None and look not in out:
+                out.append(look)
             out.append(step)
         return out
+
+    def _observe_call(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The read an agent makes before ``tool``: for a record, one whose result holds its id
+        (skills gate an id that no earlier result returned); else the app's argument-less read."""
+        spec = self.specs[tool]
+        record_id = args.get(spec.id_arg) if spec.id_arg else None
+        if isinstance(record_id, str):
+            app = self.world.app_of(tool)
+            needle = json.dumps(record_id)
+            for name in self.specs:
+                if self.world.app_of(name) != app or name == tool:
+                    continue
+                for p in self.cat.probes(name):
+                    if not p.writes and needle in json.dumps(p.data, default=str):
+                        return _call(p.tool, p.args)
+        look = self._observe(tool)
+        return _call(look) if look else None
 
     async def _chain(self, t: Template, rng: random.Random, roles: list[str]) -> tuple[list[Probe], dict[str, Any], dict[str, Any]] | None:
         probes: list[Probe] = []
@@ -387,7 +408,9 @@ class Drafter:
                     continue
                 action = self.clause(w.tool, w.args, before, rng)
                 fix = self.clause(f_tool, f_args, before, rng)
-                oracle = [_call(w.tool, w.args), _call(f_tool, f_args), _call(w.tool, w.args),
+                look = self._observe(w.tool)
+                oracle = [*([_call(look)] if look else []), _call(w.tool, w.args), _call(f_tool, f_args),
+                          _call(w.tool, w.args),
                           {"finish": f"It failed at first; after I had to {fix}, it worked: {action}."}]
                 return Draft(self.fmt(t.goal, rng, action=action), oracle, [*crit, _unchanged(allow)],
                              self._exposed(w.tool, f_tool), initial_state=patch)

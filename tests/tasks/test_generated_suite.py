@@ -78,3 +78,34 @@ def test_regenerating_gives_the_committed_files(tmp_path) -> None:
     committed = {p.name: p.read_bytes() for p in SUITE_DIR.iterdir()}
     fresh = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert fresh == committed
+
+
+def _oracle_runs(tasks):
+    import asyncio
+
+    from pocketpilot.evaluation import load_harness_kit, run_task
+    from pocketpilot.harness.planners import ScriptedPlanner
+    from pocketpilot.tasks import oracle_actions
+
+    kit = load_harness_kit()
+
+    async def go():
+        failed = []
+        for task in tasks:
+            for mode in ("harness", "bare"):
+                _, outcome = await run_task(task, ScriptedPlanner(oracle_actions(task)), mode=mode, kit=kit)
+                if not outcome.success:
+                    failed.append((mode, task.id, outcome.failed_criteria))
+        return failed
+
+    return asyncio.run(go())
+
+
+def test_a_sample_s_oracles_pass_through_the_harness_and_bare() -> None:
+    # the harness's skill gates (read before a toggle, an id from an earlier result) hold too
+    assert _oracle_runs(SUITE[::37]) == []
+
+
+@pytest.mark.slow
+def test_every_oracle_passes_through_the_harness_and_bare() -> None:
+    assert _oracle_runs(SUITE) == []
