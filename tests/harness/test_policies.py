@@ -12,7 +12,7 @@ from pocketpilot.adapters.errors import RevisionError
 from pocketpilot.adapters.eta import PolicyEntry
 from pocketpilot.adapters.revision import RemovePolicy, Revision, SetPolicy, apply_revision
 from pocketpilot.contracts import ToolError
-from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from pocketpilot.executor.tools import Tool, ToolRegistry
 from pocketpilot.harness import AllowAll, DenyAll, HarnessConfig, Session, default_policies, safety_policies
 from pocketpilot.harness.context import ContextBudget
@@ -28,6 +28,11 @@ from pocketpilot.harness.policies import (
 )
 
 FINISH = {"kind": "finish", "summary": "done"}
+
+
+def everyday(phone: SandboxPhone | None = None) -> SandboxExecutor:
+    """The sandbox's everyday apps (all of its apps' tools exceed one prompt's tool budget)."""
+    return SandboxExecutor(phone or SandboxPhone(), list(EVERYDAY_APPS))
 
 
 def call(name: str, **arguments: object) -> dict:
@@ -63,7 +68,7 @@ async def test_an_empty_policy_set_cannot_switch_off_confirmation():
     """Attacker route: pass no policies at all and call a destructive tool."""
     phone = SandboxPhone()
     planner = ScriptedPlanner([call("delete_note", note_id="note-1"), FINISH])
-    episode = await Session(planner, SandboxExecutor(phone), confirm=DenyAll(), policies=[]).run("tidy up")
+    episode = await Session(planner, everyday(phone), confirm=DenyAll(), policies=[]).run("tidy up")
     result = episode.steps[0].results[0]
     assert result.error is not None and result.error.code == "confirmation_denied"
     assert any(n.id == "note-1" for n in phone.state.notes.items)
@@ -202,7 +207,7 @@ def test_a_revision_may_tune_a_policy_but_never_remove_a_safety_one():
 
 async def test_the_trace_header_records_the_policies_in_force():
     planner = ScriptedPlanner([FINISH])
-    episode = await Session(planner, SandboxExecutor(SandboxPhone()), policies=[LoopGuard(fail_limit=5)]).run("hi")
+    episode = await Session(planner, everyday(), policies=[LoopGuard(fail_limit=5)]).run("hi")
     assert episode.header.policies == [
         {"name": "gates", "params": {}},
         {"name": "loop_guard", "params": {"fail_limit": 5, "max_cycle": 3}},
@@ -232,7 +237,7 @@ async def test_a_session_carries_earlier_turns_into_the_next_request():
 async def test_the_conversation_budget_drops_old_turns_whole():
     planner = ScriptedPlanner([FINISH] * 3)
     cfg = HarnessConfig(budget=ContextBudget(conversation=0))
-    session = Session(planner, SandboxExecutor(SandboxPhone()), config=cfg)
+    session = Session(planner, everyday(), config=cfg)
     await session.run("first request")
     await session.run("second request")
     assert not any("first request" in m.content for m in planner.requests[1].messages)

@@ -85,3 +85,16 @@ async def test_the_holds_own_notice_does_not_ground_the_identical_retry():
     assert all(r.error is not None and r.error.code == "not_allowed" for r in held)
     assert "wifi" in held[0].error.message.lower()  # the notice does mention it: only its source disqualifies it
     assert phone.state.settings.wifi == wifi_before
+
+
+async def test_an_unnamed_prerequisite_before_the_asked_change_runs():
+    """The walk comes after the asked change: a setting before it is a prerequisite, not a walk."""
+    phone = SandboxPhone()
+    wifi_before = phone.state.settings.wifi
+    planner = ScriptedPlanner([call("set_wifi", enabled=not wifi_before), call("set_do_not_disturb", enabled=True),
+                               call("set_bluetooth", enabled=not phone.state.settings.bluetooth), FINISH])
+    episode = await Session(planner, SandboxExecutor(phone), tools=SETTINGS, confirm=AllowAll(), config=GUARD).run(
+        "I'm heading into a meeting, turn on do not disturb.")
+    assert episode.steps[0].results[0].ok and phone.state.settings.wifi != wifi_before
+    assert episode.steps[1].results[0].ok
+    assert episode.steps[2].results[0].error.code == "not_allowed"  # after the asked change: held

@@ -12,6 +12,11 @@ values; see :mod:`pocketpilot.harness.scope`) against what grounds a change:
   identical retry;
 - a recalled memory only when it is about the request (shares a content word with it): a
   memory recalled as a distractor must not authorize a change the request never asked for.
+
+The walk comes *after* the asked change, so the guard starts holding only once the run has
+made a change that is in scope. Before that, an unnamed setting is more likely one of the
+request's unstated prerequisites ("start the engine" needs the doors locked and the brake
+pressed): a replay of an outside suite's ground truth showed the guard holding exactly those.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Iterator, Sequence
 
 from ...contracts import ToolCall, ToolSpec
 from ..scope import content_stems, out_of_scope
-from .base import ALLOW, BasePolicy, CallDecision, Hold, RunView
+from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 
 __all__ = ["ScopeGuard"]
 
@@ -46,12 +51,25 @@ def grounding(run: RunView) -> Iterator[str]:
 
 
 class ScopeGuard(BasePolicy):
-    """Hold a setting call that nothing grounding names."""
+    """Hold a setting call that nothing grounding names, once the run has made a grounded change."""
 
     name = "scope_guard"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._acted = False
+
+    def after_step(self, report: StepReport, run: RunView) -> Advice | None:
+        for call, result in zip(report.calls, report.results):
+            spec = run.tools.get(call.name)
+            if not result.ok or spec is None or spec.read_only or spec.effect in (None, "read"):
+                continue
+            if not out_of_scope(spec, grounding(run)):
+                self._acted = True
+        return None
+
     async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
-        if not out_of_scope(spec, grounding(run)):
+        if not self._acted or not out_of_scope(spec, grounding(run)):
             return ALLOW
         return Hold(
             "not_allowed",
