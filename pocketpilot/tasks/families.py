@@ -564,7 +564,8 @@ class Drafter:
         read = self.clause(r.tool, r.args, r.before, rng)
         if str(v).lower() in read.lower():
             return None  # the request would hold its own answer
-        oracle = [_call(r.tool, r.args), {"finish": f"The {_label(key)} is {v}."}]
+        look = self._observe_call(r.tool, r.args) if self.specs[r.tool].id_arg else None
+        oracle = [*([look] if look else []), _call(r.tool, r.args), {"finish": f"The {_label(key)} is {v}."}]
         criteria = [{"kind": "call", "tool": r.tool, "args": r.args}, {"kind": "answer", "any_of": [str(v)]},
                     _unchanged([])]
         return Draft(self.fmt(t.goal, rng, read=read, key=_label(key)), oracle, criteria, self._exposed(r.tool))
