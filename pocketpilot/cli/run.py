@@ -30,7 +30,7 @@ from ..model_store import pocketpilot_home
 from ..tasks import load_suite, load_task
 from ._embedder import default_embedder
 from ._mcp import McpServer, mcp_options, mcp_servers, serving
-from ._planner import build_planner, planner_options
+from ._planner import build_planner, context_budget, planner_options
 from ._telemetry import otel_option, start_telemetry
 from .render import render_step, render_verdict
 
@@ -97,9 +97,11 @@ def _show(step: Step) -> None:
 
 def _execute(request: str | None, task_file: str | None, task_id: str | None, planner: Planner,
              yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None,
-             observer: RunObserver | None = None, servers: Sequence[McpServer] = ()) -> None:
+             observer: RunObserver | None = None, servers: Sequence[McpServer] = (),
+             guidance: Sequence[str] = ()) -> None:
     """Run with the full harness: skills and their gates, η guidance, and (for tasks) seeded memory."""
     kit = load_harness_kit()
+    budget = context_budget()
     if (task_file or task_id) and device is None:
         if servers:
             raise UsageError("--mcp/--mcp-url add tools to a REQUEST run; a --task brings its own world")
@@ -108,7 +110,9 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
             task = task.model_copy(update={"goal": request})
         click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}")
         click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
-        config = HarnessConfig(max_steps=max_steps or task.max_steps)
+        if guidance:
+            raise UsageError("--guidance-file applies to a REQUEST run; a task brings its own guidance")
+        config = HarnessConfig(max_steps=max_steps or task.max_steps, budget=budget)
         embedder = default_embedder()  # the task's memory store searches hybrid (built once, first run)
 
         async def go() -> None:
@@ -137,6 +141,8 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
                                    memory_search=False)
         extra["evidence"] = [device_clock(phone.state.now)]
         click.echo(f"request: {request}")
+    if guidance:
+        extra["guidance"] = [*extra.get("guidance", []), *guidance]
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
 
     async def go_free() -> None:
@@ -146,7 +152,7 @@ def _execute(request: str | None, task_file: str | None, task_id: str | None, pl
                     planner,
                     run_executor,
                     config=HarnessConfig(max_steps=max_steps or 15, loop_guard=True, recovery_hints=True,
-                                         sequence_holds=True, scope_guard=True),
+                                         sequence_holds=True, scope_guard=True, budget=budget),
                     confirm=_confirmation(yes),
                     trace_dir=trace_dir,
                     on_step=_show,
@@ -181,13 +187,16 @@ def _suite_task(task_id: str):  # type: ignore[no-untyped-def]
               help="Where the JSONL trace goes (default: the pocketpilot cache).")
 @click.option("--device", default=None, help="Run on an adb device (serial or host:port) instead of the sandbox.")
 @click.option("--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037).")
+@click.option("--guidance-file", "guidance_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A document (an operating policy) added to the guidance of a REQUEST run; repeatable. "
+                   "A long one needs --budget guidance=N and a larger --n-ctx.")
 @mcp_options
 @otel_option
 @planner_options
 def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
         trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
         temperature: float, max_new_tokens: int, pull: bool, otel: str | None = None,
-        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = ()) -> None:
+        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = (), guidance_files: Sequence[str] = ()) -> None:
     """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
     observer = start_telemetry(otel)  # bad flags fail before a device or the model is touched
     servers = mcp_servers(mcp_commands, mcp_urls)
@@ -198,8 +207,9 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
         device_executor, _ = build_device_executor(device, adb_port)  # a bad serial fails before the model loads
         click.echo(f"device: {device}")
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
+    guidance = [Path(f).read_text(encoding="utf-8") for f in guidance_files]
     _execute(request, task_file, task_id, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
-             device_executor, observer, servers)
+             device_executor, observer, servers, guidance)
 
 
 @click.command("demo")

@@ -36,6 +36,7 @@ from ...errors import PlannerBackendError
 __all__ = [
     "DecodeResult",
     "Matcher",
+    "SplitMemo",
     "bitmask_to_bool",
     "check_forced",
     "compact_schema",
@@ -50,6 +51,7 @@ class Matcher(Protocol):
     """The part of ``llguidance.LLMatcher`` the decoder uses (a fake one drives the unit tests)."""
 
     def compute_ff_tokens(self) -> list[int]: ...
+    def compute_ff_bytes(self) -> bytes: ...
     def consume_token(self, token: int) -> bool: ...
     def validate_tokens(self, tokens: list[int]) -> int: ...
     def rollback(self, num_tokens: int) -> bool: ...
@@ -183,6 +185,8 @@ def decode(
     sampler: SamplerSettings,
     fast_forward: bool = True,
     should_stop: Callable[[], bool] = lambda: False,
+    token_bytes: Callable[[int], bytes] | None = None,
+    splits: SplitMemo | None = None,
 ) -> DecodeResult:
     """Constrained decoding from the last prompt token ``first``.
 
@@ -192,6 +196,8 @@ def decode(
         truncate: drops the last ``n`` evaluated tokens from the KV cache.
         fill_mask: the allowed tokens (bool per token) in the matcher's state (sampling only).
         fast_forward: evaluate forced tokens as one batch; off, every token is a pass.
+        token_bytes, splits: with both, forced bytes are proposed the way the model split
+            them before (see :class:`SplitMemo`), and what it does now is remembered.
     """
     out = DecodeResult()
     rng = np.random.default_rng(sampler.seed)
@@ -209,9 +215,21 @@ def decode(
             return greedy_token(row, matcher, is_eog)
         return _sample(row, fill_mask(), sampler, rng)
 
+    events: list[tuple[int, bytes]] = []  # (output length in tokens, forced bytes) per proposal
+
     def forced_from_here() -> list[int]:
         room = sampler.max_tokens - len(out.ids)
-        forced = list(matcher.compute_ff_tokens())[: max(0, room)] if fast_forward else []
+        if not fast_forward or room <= 0:
+            return []
+        forced: list[int] = []
+        if splits is not None and token_bytes is not None:
+            wanted = bytes(matcher.compute_ff_bytes())
+            if wanted:
+                events.append((len(out.ids), wanted))
+                forced = splits.get(wanted, matcher)
+        if not forced:
+            forced = list(matcher.compute_ff_tokens())
+        forced = forced[:room]
         for token in forced:
             if not matcher.consume_token(token):
                 raise PlannerBackendError(f"constraint rejected its own forced token {token}: {matcher.get_error()}")
@@ -234,32 +252,79 @@ def decode(
             return None
         return [token, *timed(forced_from_here)]
 
-    # tokens to evaluate next; all but the first are forced (consumed, not yet accepted)
-    pending: list[int] | None = [first, *timed(forced_from_here)]
-    while pending is not None:
-        if should_stop():
-            out.finish = "cancelled"
-            return out
-        forced = pending[1:]
-        rows = evaluate(pending, bool(forced))
-        out.passes += 1
-        if forced:
-            n_ok, other = timed(check_forced, forced, rows, matcher, pick) if greedy else (len(forced), None)
-            for j in range(n_ok):
-                out.ids.append(forced[j])
-                out.logprobs.append(_logprob(rows[j], forced[j]))
-            out.forced_tokens += n_ok
-            if other is not None:
-                out.forced_rejected += len(forced) - n_ok
-                truncate(len(forced) - n_ok)  # positions after the last agreeing token
-                pending = take(other, rows[n_ok])
-                continue
-            if matcher.is_stopped():
-                out.finish = "stop"
-                return out
-            if len(out.ids) >= sampler.max_tokens:
-                out.finish = "length"
-                return out
-        row = rows[-1]
-        pending = take(timed(pick, row), row)
+    def loop() -> None:
+        # tokens to evaluate next; all but the first are forced (consumed, not yet accepted)
+        pending: list[int] | None = [first, *timed(forced_from_here)]
+        while pending is not None:
+            if should_stop():
+                out.finish = "cancelled"
+                return
+            forced = pending[1:]
+            rows = evaluate(pending, bool(forced))
+            out.passes += 1
+            if forced:
+                n_ok, other = timed(check_forced, forced, rows, matcher, pick) if greedy else (len(forced), None)
+                for j in range(n_ok):
+                    out.ids.append(forced[j])
+                    out.logprobs.append(_logprob(rows[j], forced[j]))
+                out.forced_tokens += n_ok
+                if other is not None:
+                    out.forced_rejected += len(forced) - n_ok
+                    truncate(len(forced) - n_ok)  # positions after the last agreeing token
+                    pending = take(other, rows[n_ok])
+                    continue
+                if matcher.is_stopped():
+                    out.finish = "stop"
+                    return
+                if len(out.ids) >= sampler.max_tokens:
+                    out.finish = "length"
+                    return
+            row = rows[-1]
+            pending = take(timed(pick, row), row)
+
+    loop()
+    if splits is not None and token_bytes is not None and out.finish != "cancelled":
+        splits.learn(events, out.ids, token_bytes)
     return out
+
+
+class SplitMemo:
+    """How the model tokenized forced bytes before: the draft for the next time they are forced.
+
+    llguidance proposes the canonical tokenization, but a model trained on spaced JSON writes
+    compact JSON its own way (``":`` then ``"``), so canonical drafts are rejected about as
+    often as they are accepted. Keys, separators and tool names recur every step, and the
+    model splits them the same way each time: remembering its split makes the draft right
+    from the second time on. A wrong draft costs only a wasted position (it is verified).
+    """
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self.max_entries = max_entries
+        self._memo: dict[bytes, list[int]] = {}
+
+    def get(self, forced: bytes, matcher: Matcher) -> list[int]:
+        draft = self._memo.get(forced, [])
+        if draft and matcher.validate_tokens(draft) == len(draft):
+            return list(draft)
+        return []
+
+    def learn(self, events: Sequence[tuple[int, bytes]], ids: Sequence[int], token_bytes: Callable[[int], bytes]) -> None:
+        """Remember the output's tokens that spell each forced stretch from its start."""
+        if not events:
+            return
+        starts = [0]
+        for t in ids:
+            starts.append(starts[-1] + len(token_bytes(t)))
+        for n_tokens, forced in events:
+            if n_tokens > len(ids):
+                continue
+            begin = starts[n_tokens]
+            end = begin + len(forced)
+            draft = [ids[i] for i in range(n_tokens, len(ids)) if starts[i + 1] <= end]
+            if draft:
+                if len(self._memo) >= self.max_entries:
+                    self._memo.clear()
+                self._memo[forced] = draft
+
+    def __len__(self) -> int:
+        return len(self._memo)

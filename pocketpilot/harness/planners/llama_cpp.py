@@ -194,6 +194,8 @@ class LlamaCppPlanner:
         self._grammars: dict[str, Any] = {}
         self._llg_grammars: dict[str, str] = {}
         self._llg_tokenizer: Any = None
+        self._splits = ff.SplitMemo()
+        """How this model split grammar-forced bytes before: the next fast-forward draft."""
         self._load_lock = asyncio.Lock()
         self._gen_lock = asyncio.Lock()
         self.last_schema: dict[str, Any] | None = None
@@ -327,6 +329,7 @@ class LlamaCppPlanner:
                 self._sha256, self._quant = sha256, quant_type or quant_type_name(llm.metadata)
                 self._grammars.clear()  # grammars were checked against the previous vocabulary
                 self._llg_grammars.clear()
+                self._splits = ff.SplitMemo()
                 if self.constraint == "llguidance":
                     self._llg_tokenizer = await asyncio.to_thread(_llg_tokenizer, llm)
             if self._sha256 is None:
@@ -390,9 +393,10 @@ class LlamaCppPlanner:
             )
             error = llguidance.LLMatcher.validate_grammar(grammar, self._llg_tokenizer)
             if error:
-                raise PlannerBackendError(f"llguidance rejected the action schema: {error}")
+                raise PlannerBackendError(f"llguidance rejected the action grammar generated for this step's tools: {error}")
             if len(self._llg_grammars) > 32:
                 self._llg_grammars.clear()
+                self._splits = ff.SplitMemo()
             self._llg_grammars[key] = grammar
         return grammar
 
@@ -667,6 +671,8 @@ class LlamaCppPlanner:
             sampler=self.sampler,
             fast_forward=self.fast_forward,
             should_stop=stop.is_set,
+            token_bytes=lambda t: bytes(tokenizer.decode_bytes([t])),
+            splits=self._splits,
         )
 
     async def aclose(self) -> None:
