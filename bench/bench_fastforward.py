@@ -175,7 +175,7 @@ def main() -> None:
                     if turn is None:
                         rec[mode] = {"error": True}
                         continue
-                    rec[mode] = {"ids": turn.token_ids, "decode_s": turn.decode_s, "passes": turn.decode_passes,
+                    rec[mode] = {"ids": turn.token_ids, "raw": turn.raw, "decode_s": turn.decode_s, "passes": turn.decode_passes,
                                  "forced": turn.forced_tokens, "rejected": turn.forced_rejected,
                                  "constraint_s": turn.constraint_s, "valid": valid, "finish": turn.finish_reason,
                                  "prompt_tokens": turn.prompt_tokens}
@@ -201,6 +201,7 @@ def main() -> None:
     same_ff = sum(r["llg+ff"]["ids"] == r["gbnf"]["ids"] for r in ok)
     same_llg = sum(r["llg"]["ids"] == r["gbnf"]["ids"] for r in ok)
     same_ff_llg = sum(r["llg+ff"]["ids"] == r["llg"]["ids"] for r in ok)
+    same_text = sum(r["llg+ff"]["raw"] == r["gbnf"]["raw"] for r in ok)
     llg_mask = [t for r in ok for t in r["llg_mask_s"]]
     llg_pick = [r["llg"]["constraint_s"] / max(1, r["llg"]["passes"]) for r in ok]
     gbnf_mask = [t for r in ok for t in r["gbnf_mask_s"]]
@@ -220,7 +221,10 @@ def main() -> None:
           f"llguidance (validate best candidates) median {statistics.median(llg_pick) * 1e3:.3f} ms per pass")
     print(f"greedy output identical to gbnf: llg+ff {same_ff}/{len(ok)}, llg {same_llg}/{len(ok)}; "
           f"llg+ff vs llg {same_ff_llg}/{len(ok)}; forced tokens rejected in all: "
-          f"{sum(r['llg+ff']['rejected'] for r in ok)}")
+          f"{sum(r['llg+ff']['rejected'] for r in ok)}; same action text llg+ff vs gbnf {same_text}/{len(ok)}")
+    print(f"median model passes per action: gbnf {statistics.median(r['gbnf']['passes'] for r in ok)}, "
+          f"llg+ff {statistics.median(r['llg+ff']['passes'] for r in ok)}; forced tokens accepted "
+          f"{sum(r['llg+ff']['forced'] for r in ok)} of {sum(len(r['llg+ff']['ids']) for r in ok)} output tokens")
 
 
 if __name__ == "__main__":

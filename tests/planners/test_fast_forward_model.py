@@ -65,11 +65,13 @@ async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner):
             parse_action(turn.raw, request.tools, request.kinds)  # a valid action every time
         # one token per pass under llguidance without fast-forward, as under GBNF: identical
         assert bare.token_ids == gbnf.token_ids
-        assert bare.decode_passes == len(bare.token_ids) and bare.forced_tokens == 0
-        # fast-forward: forced tokens in batches, every one checked against greedy's own pick
-        assert fast.decode_passes + fast.forced_tokens == len(fast.token_ids) + 0 * fast.forced_rejected
-        assert parse_action(fast.raw, request.tools, request.kinds) == parse_action(bare.raw, request.tools,
-                                                                                 request.kinds)
+        assert bare.forced_tokens == 0 and bare.decode_passes == len(bare.token_ids)
+        # fast-forward: forced tokens in batches, every one checked against greedy's own pick,
+        # so each pass still yields greedy's token and the batch saves a pass per forced token
+        assert fast.raw == bare.raw
+        if fast.token_ids == bare.token_ids:
+            assert fast.decode_passes == bare.decode_passes - fast.forced_tokens
+        assert fast.decode_passes <= bare.decode_passes
         saved += bare.decode_passes - fast.decode_passes
         forced += fast.forced_tokens
     assert forced > 0 and saved > 0

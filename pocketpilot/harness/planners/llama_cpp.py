@@ -225,11 +225,11 @@ class LlamaCppPlanner:
 
     @property
     def eval_settings(self) -> EvalSettings:
-        """The settings greedy output depends on (``n_ctx`` as loaded, once loaded)."""
+        """The settings greedy output depends on."""
         import llama_cpp
 
         return EvalSettings(
-            n_ctx=self._llm.n_ctx() if self._llm is not None else self._kwargs["n_ctx"],
+            n_ctx=self._kwargs["n_ctx"],
             n_threads=self._kwargs["n_threads"],
             n_batch=self._kwargs["n_batch"],
             n_ubatch=self._kwargs["n_ubatch"],
@@ -261,8 +261,6 @@ class LlamaCppPlanner:
             self._quant = quant_type_name(llm.metadata)
         if self._sha256 is None:
             self._sha256 = cached_sha256(self.model_path)
-        if self.constraint == "llguidance":
-            self._llg_tokenizer = _llg_tokenizer(llm)
         self._llm = llm
         logger.info("loaded %s (%s) in %.1fs", self.model_path.name, self._quant, time.monotonic() - t0)
 
@@ -330,8 +328,7 @@ class LlamaCppPlanner:
                 self._grammars.clear()  # grammars were checked against the previous vocabulary
                 self._llg_grammars.clear()
                 self._splits = ff.SplitMemo()
-                if self.constraint == "llguidance":
-                    self._llg_tokenizer = await asyncio.to_thread(_llg_tokenizer, llm)
+                self._llg_tokenizer = None  # built for the new vocabulary on first use
             if self._sha256 is None:
                 self._sha256 = await asyncio.to_thread(cached_sha256, new_path)
             if old is not None:
@@ -405,6 +402,10 @@ class LlamaCppPlanner:
         await self.load()
         schema = action_json_schema(request.tools, request.kinds, request.skills)
         self.last_schema = schema
+        if self.constraint == "llguidance" and self._llg_tokenizer is None:
+            async with self._gen_lock:  # reads the vocabulary of the model in place (about a second)
+                if self._llg_tokenizer is None:
+                    self._llg_tokenizer = await asyncio.shield(asyncio.to_thread(_llg_tokenizer, self._llm))
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
