@@ -24,19 +24,15 @@ pytestmark = [pytest.mark.slow,
 TASKS = ("settings-boarding", "clarify-which-alice")
 
 
-def recorded_prompts() -> list[PlanRequest]:
+async def recorded_prompts() -> list[PlanRequest]:
     """First-step and later-step contexts of two tasks, assembled by the harness from their oracle runs."""
-
-    async def go() -> list[PlanRequest]:
-        out: list[PlanRequest] = []
-        for task in load_suite():
-            if task.id in TASKS:
-                scripted = ScriptedPlanner(oracle_actions(task))
-                await run_task(task, scripted, mode="bare")
-                out += scripted.requests[:2]
-        return out
-
-    return asyncio.run(go())
+    out: list[PlanRequest] = []
+    for task in load_suite():
+        if task.id in TASKS:
+            scripted = ScriptedPlanner(oracle_actions(task))
+            await run_task(task, scripted, mode="bare")
+            out += scripted.requests[:2]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +50,7 @@ async def _turn(planner: LlamaCppPlanner, request: PlanRequest, constraint: str,
 
 
 async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner):
-    prompts = recorded_prompts()
+    prompts = await recorded_prompts()
     assert len(prompts) >= 3
     saved = forced = 0
     for request in prompts:
@@ -78,7 +74,7 @@ async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner):
 
 
 async def test_reproducible_mode_evaluates_in_the_same_order_whatever_was_cached(test_gguf):
-    prompts = recorded_prompts()
+    prompts = await recorded_prompts()
     target, other = prompts[1], prompts[2]  # a later step, and another task's context
     turns = []
     for warmup in (None, other):
@@ -106,9 +102,11 @@ async def test_a_6k_token_policy_fits_at_n_ctx_16384(test_gguf):
     await planner.load()
     rules = [f"{i}. When the user asks about setting {i % 7}, read the current settings first, change only "
              f"what was asked, and confirm the result from the tool output before you finish." for i in range(1, 400)]
-    policy = "Operating policy:\n" + "\n".join(rules)
-    while planner.count_tokens(policy) < 6000:
-        policy += "\n" + rules[len(policy) % len(rules)]
+    policy = "Operating policy:"
+    for rule in rules:
+        if planner.count_tokens(policy) >= 6000:
+            break
+        policy += "\n" + rule
     n_policy = planner.count_tokens(policy)
     assert 6000 <= n_policy <= 6600
     session = Session(planner, SandboxExecutor(SandboxPhone()),

@@ -35,6 +35,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -148,14 +149,17 @@ class LlamaCppPlanner:
         model_store: ModelStore | None = None,
         n_ubatch: int | None = None,
         constraint: Literal["gbnf", "llguidance"] | None = None,
-        fast_forward: bool = True,
+        fast_forward: bool = False,
         reproducible: bool = False,
     ) -> None:
         """``prefix_cache``: True for the default cache under ``$POCKETPILOT_HOME``, a
         :class:`PrefixCache`, or False/None to keep prefix states in memory only.
 
         ``constraint``: None picks llguidance when installed, else llama.cpp's GBNF sampler.
-        ``fast_forward`` (llguidance only) evaluates grammar-forced tokens as one batch.
+        ``fast_forward`` (llguidance only) evaluates grammar-forced tokens as one batch. Off by
+        default: a batched pass's logits differ from single-token passes in the last bits
+        (llama.cpp's CPU kernels are not batch-invariant), which flips greedy choices at near
+        ties, so its output is not always token-identical to one-by-one decoding.
         ``reproducible`` reuses only the stable prefix from the KV cache, so every prompt is
         evaluated in the same order whatever ran before (slower steps on long histories)."""
         if constraint is None:
@@ -722,7 +726,9 @@ def _llg_tokenizer(llm: Any) -> Any:
 
     vocab = llm._model.vocab
     eog = [t for t in range(llama_cpp.llama_vocab_n_tokens(vocab)) if llama_cpp.llama_vocab_is_eog(vocab, t)]
-    return lltokenizer_from_vocab(vocab, n_vocab=llm.n_vocab(), eos_token=eog or None)
+    with warnings.catch_warnings():  # it calls a deprecated alias once per token (151k warnings)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return lltokenizer_from_vocab(vocab, n_vocab=llm.n_vocab(), eos_token=eog or None)
 
 
 def _dump(llm: Any) -> bytes:
