@@ -554,7 +554,8 @@ class LlamaCppPlanner:
             keep = min(keep, prefix_n)
             before = min(before, prefix_n) if prefix_how == "warm" else 0
         cached = max(before, prefix_n) if prefix_how == "restored" else before
-        reused = before if prefix_how in ("warm", "none") else min(before, prefix_n) if prefix_how == "restored" else 0
+        # restoring replaced the cache; a reproducible evaluation of the prefix starts from 0
+        reused = 0 if prefix_how == "restored" or (prefix_how == "evaluated" and self.reproducible) else before
         t0 = time.monotonic()
         llm.n_tokens = keep
         splits += _eval_aligned(llm, tokens[:-1], keep)
