@@ -10,7 +10,8 @@ Measured side by side in one run, each in fresh processes:
    step added (target <= 32).
 4. Peak RSS of a new process whose first step restored the prefix.
 
-Grammar fast-forward (the issue's third figure) is not implemented: nothing to measure yet.
+Grammar fast-forward (the issue's third figure) is measured by ``bench/bench_fastforward.py``:
+decode time per action with fast-forward against bare grammar decoding on the same prompts.
 
     python bench/bench_latency.py [--model qwen2.5-coder-1.5b] [--reps 3] [--threads N]
 """

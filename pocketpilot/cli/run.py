@@ -30,7 +30,7 @@ from ..task_session import device_clock, load_harness_kit, run_task_session
 from ..tasks import TaskSpec, load_suite, load_task
 from ._embedder import default_embedder
 from ._mcp import McpServer, mcp_options, mcp_servers, serving
-from ._planner import build_planner, planner_options
+from ._planner import build_planner, context_budget, planner_options
 from ._telemetry import otel_option, start_telemetry
 from .render import render_step, render_verdict
 
@@ -98,15 +98,18 @@ def _show(step: Step) -> None:
 def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
              yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None,
              observer: RunObserver | None = None, servers: Sequence[McpServer] = (),
-             apps: Sequence[str] | None = None) -> None:
+             apps: Sequence[str] | None = None, guidance: Sequence[str] = ()) -> None:
     """Run with the full harness: skills and their gates, η guidance, and (for tasks) seeded memory."""
     kit = load_harness_kit()
+    budget = context_budget()
     if task is not None and device is None:
         if request:
             task = task.model_copy(update={"goal": request})
         click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}")
         click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
-        config = HarnessConfig(max_steps=max_steps or task.max_steps)
+        if guidance:
+            raise UsageError("--guidance-file applies to a REQUEST run; a task brings its own guidance")
+        config = HarnessConfig(max_steps=max_steps or task.max_steps, budget=budget)
         embedder = default_embedder()  # the task's memory store searches hybrid (built once, first run)
         chosen = task
 
@@ -137,6 +140,8 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
                                    memory_search=False)
         extra["evidence"] = [device_clock(phone.state.now)]
         click.echo(f"request: {request}")
+    if guidance:
+        extra["guidance"] = [*extra.get("guidance", []), *guidance]
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
 
     async def go_free() -> None:
@@ -145,7 +150,7 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
                 session = Session(
                     planner,
                     run_executor,
-                    config=HarnessConfig(max_steps=max_steps or 15),
+                    config=HarnessConfig(max_steps=max_steps or 15, budget=budget),
                     confirm=_confirmation(yes),
                     trace_dir=trace_dir,
                     on_step=_show,
@@ -197,13 +202,17 @@ def _load(task_file: str | None, task_id: str | None, device: str | None,
 @click.option("--apps", "apps", default=None,
               help="Sandbox apps (or tools) a REQUEST may use, comma-separated (default: the everyday apps; "
                    "`pocketpilot sandbox apps` lists them all).")
+@click.option("--guidance-file", "guidance_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A document (an operating policy) added to the guidance of a REQUEST run; repeatable. "
+                   "A long one needs --budget guidance=N and a larger --n-ctx.")
 @mcp_options
 @otel_option
 @planner_options
 def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
         trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
         temperature: float, max_new_tokens: int, pull: bool, otel: str | None = None,
-        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = (), apps: str | None = None) -> None:
+        mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = (), apps: str | None = None,
+        guidance_files: Sequence[str] = ()) -> None:
     """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
     observer = start_telemetry(otel)  # bad flags fail before a device or the model is touched
     servers = mcp_servers(mcp_commands, mcp_urls)
@@ -218,8 +227,9 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
         device_executor, _ = build_device_executor(device, adb_port)  # a bad serial fails before the model loads
         click.echo(f"device: {device}")
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
+    guidance = [Path(f).read_text(encoding="utf-8") for f in guidance_files]
     _execute(request, task, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
-             device_executor, observer, servers, apps=chosen)
+             device_executor, observer, servers, apps=chosen, guidance=guidance)
 
 
 @click.command("demo")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contracts import ToolSpec
-from ..errors import ContractError
+from ..errors import ContractError, UsageError
 from .base import ChatMessage
 
 __all__ = ["RULES", "ContextAssembler", "ContextBudget", "render_tool", "render_tools"]
@@ -48,7 +48,12 @@ _KIND_HELP = {
 
 @dataclass(frozen=True)
 class ContextBudget:
-    """Token budget per context section."""
+    """Token budget per context section.
+
+    The defaults fit the default ``n_ctx`` of 8192 with room for the request and the answer.
+    A long operating policy goes in ``guidance``; raise the planner's ``n_ctx`` with it (the
+    planner refuses a prompt that does not fit rather than cutting it).
+    """
 
     rules: int = 600
     tools: int = 3000
@@ -56,6 +61,17 @@ class ContextBudget:
     history: int = 3000
     conversation: int = 1500
     """Earlier requests of the session and what was done about them (newest kept first)."""
+
+    def __post_init__(self) -> None:
+        for name in ("rules", "tools", "guidance", "history"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise UsageError(f"ContextBudget.{name} must be a positive number of tokens, not {value!r}")
+
+    @property
+    def total(self) -> int:
+        """Most tokens the budgeted sections can take together."""
+        return self.rules + self.tools + self.guidance + self.history
 
 
 def _type_of(schema: dict[str, Any], defs: dict[str, Any] | None = None, depth: int = 0) -> str:

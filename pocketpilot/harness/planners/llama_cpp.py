@@ -15,6 +15,15 @@ Design notes (FACTS.md has the measurements):
   instead of evaluating the prefix again. Splitting the same way whether the prefix was
   restored or evaluated keeps greedy output identical either way; the split point is in the
   trace.
+- Every prompt is evaluated in batches aligned to multiples of ``n_batch`` (absolute
+  positions), its last token alone, so the split does not depend on where the cache ended. With
+  ``reproducible=True`` only the stable prefix is reused from the cache: the evaluation order
+  then depends on the prompt alone, and greedy output is reproducible from a trace.
+- The constraint engine is llguidance when it is installed (``constraint="llguidance"``):
+  tokens the grammar forces are evaluated as one batch (``fast_forward``), verified against
+  greedy choice (see :mod:`.fast_forward`). ``constraint="gbnf"`` is llama.cpp's own grammar
+  sampler, one token per pass. Both decode compact JSON (no optional whitespace), so the two
+  accept the same language.
 """
 
 from __future__ import annotations
@@ -26,20 +35,22 @@ import logging
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from ...contracts import PlannerInfo, PlannerTurn, SamplerSettings, digest
-from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputError
+from ...contracts import EvalSettings, PlannerInfo, PlannerTurn, SamplerSettings, digest
+from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputError, UsageError
 from ...model_store import ModelStore, check_gguf_header, file_sha256
 from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
+from . import fast_forward as ff
 from .kv_snapshots import KvSnapshots, common_prefix as _common
 from .prefix_cache import PrefixCache, PrefixKey
 
-__all__ = ["LlamaCppPlanner", "cached_sha256", "quant_type_name"]
+__all__ = ["LlamaCppPlanner", "aligned_batches", "cached_sha256", "llguidance_available", "quant_type_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +60,31 @@ _FTYPES = {
     11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
     17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 25: "IQ4_NL", 30: "IQ4_XS", 32: "BF16",
 }
+
+
+def llguidance_available() -> bool:
+    """Whether the llguidance constraint engine (and so fast-forward) can be used here."""
+    try:
+        import llguidance  # noqa: F401
+        import llguidance.llamacpp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def aligned_batches(start: int, end: int, n_batch: int) -> list[tuple[int, int]]:
+    """Batches ``[a, b)`` covering ``[start, end)`` that never cross a multiple of ``n_batch``.
+
+    A token's batch then depends on its position, not on where evaluation began, except for
+    the first batch; with only the stable prefix reused that start is fixed by the prompt.
+    """
+    out = []
+    a = start
+    while a < end:
+        b = min(end, (a // n_batch + 1) * n_batch)
+        out.append((a, b))
+        a = b
+    return out
 
 
 def quant_type_name(metadata: dict[str, str]) -> str | None:
@@ -111,9 +147,30 @@ class LlamaCppPlanner:
         verbose: bool = False,
         prefix_cache: PrefixCache | None | bool = True,
         model_store: ModelStore | None = None,
+        n_ubatch: int | None = None,
+        constraint: Literal["gbnf", "llguidance"] | None = None,
+        fast_forward: bool = False,
+        reproducible: bool = False,
     ) -> None:
         """``prefix_cache``: True for the default cache under ``$POCKETPILOT_HOME``, a
-        :class:`PrefixCache`, or False/None to keep prefix states in memory only."""
+        :class:`PrefixCache`, or False/None to keep prefix states in memory only.
+
+        ``constraint``: None picks llguidance when installed, else llama.cpp's GBNF sampler.
+        ``fast_forward`` (llguidance only) evaluates grammar-forced tokens as one batch. Off by
+        default: a batched pass's logits differ from single-token passes in the last bits
+        (llama.cpp's CPU kernels are not batch-invariant), which flips greedy choices at near
+        ties, so its output is not always token-identical to one-by-one decoding.
+        ``reproducible`` reuses only the stable prefix from the KV cache, so every prompt is
+        evaluated in the same order whatever ran before (slower steps on long histories)."""
+        if constraint is None:
+            constraint = "llguidance" if llguidance_available() else "gbnf"
+        if constraint not in ("gbnf", "llguidance"):
+            raise UsageError(f"constraint must be 'gbnf' or 'llguidance', not {constraint!r}")
+        if constraint == "llguidance" and not llguidance_available():
+            raise UsageError("constraint='llguidance' needs the llguidance package (pip install 'pocketpilot[fast]')")
+        self.constraint: Literal["gbnf", "llguidance"] = constraint
+        self.fast_forward = fast_forward and constraint == "llguidance"
+        self.reproducible = reproducible
         path = Path(model_path).expanduser()
         if not path.is_file():
             # a name, or a path that is not there (the store says which, with the right error)
@@ -128,6 +185,7 @@ class LlamaCppPlanner:
             "n_ctx": n_ctx,
             "n_threads": n_threads or max(1, os.cpu_count() or 1),
             "n_batch": n_batch,
+            "n_ubatch": n_ubatch or n_batch,
             "verbose": verbose,
             "seed": self.sampler.seed,
         }
@@ -138,6 +196,10 @@ class LlamaCppPlanner:
         self._llm: Any = None
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
+        self._llg_grammars: dict[str, str] = {}
+        self._llg_tokenizer: Any = None
+        self._splits = ff.SplitMemo()
+        """How this model split grammar-forced bytes before: the next fast-forward draft."""
         self._load_lock = asyncio.Lock()
         self._gen_lock = asyncio.Lock()
         self.last_schema: dict[str, Any] | None = None
@@ -162,6 +224,23 @@ class LlamaCppPlanner:
             sampler=self.sampler,
             adapter=self._kwargs.get("lora_path"),
             output_mode="grammar",
+            eval=self.eval_settings,
+        )
+
+    @property
+    def eval_settings(self) -> EvalSettings:
+        """The settings greedy output depends on."""
+        import llama_cpp
+
+        return EvalSettings(
+            n_ctx=self._kwargs["n_ctx"],
+            n_threads=self._kwargs["n_threads"],
+            n_batch=self._kwargs["n_batch"],
+            n_ubatch=self._kwargs["n_ubatch"],
+            llama_cpp_version=llama_cpp.__version__,
+            constraint=self.constraint,
+            fast_forward=self.fast_forward,
+            reproducible=self.reproducible,
         )
 
     def count_tokens(self, text: str) -> int:
@@ -199,6 +278,10 @@ class LlamaCppPlanner:
             llm = Llama(model_path=os.fspath(model_path), **kwargs)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelIntegrityError(str(model_path), f"llama.cpp could not load it: {exc}") from exc
+        trained = llm._model.n_ctx_train()
+        if trained and kwargs["n_ctx"] > trained:
+            llm.close()
+            raise UsageError(f"n_ctx={kwargs['n_ctx']} exceeds what {model_path.name} was trained for ({trained})")
         template = llm.metadata.get("tokenizer.chat_template")
         if not template:
             llm.close()
@@ -247,6 +330,9 @@ class LlamaCppPlanner:
                 self.model_path = new_path
                 self._sha256, self._quant = sha256, quant_type or quant_type_name(llm.metadata)
                 self._grammars.clear()  # grammars were checked against the previous vocabulary
+                self._llg_grammars.clear()
+                self._splits = ff.SplitMemo()
+                self._llg_tokenizer = None  # built for the new vocabulary on first use
             if self._sha256 is None:
                 self._sha256 = await asyncio.to_thread(cached_sha256, new_path)
             if old is not None:
@@ -268,6 +354,7 @@ class LlamaCppPlanner:
         if grammar is None:
             try:
                 grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+                grammar = _compact(grammar)
             except (ValueError, RuntimeError, AssertionError) as exc:
                 raise PlannerBackendError(f"cannot build a grammar from the action schema: {exc}") from exc
             self._check_grammar(grammar)
@@ -295,12 +382,35 @@ class LlamaCppPlanner:
             )
         llama_cpp.llama_sampler_free(ptr)
 
+    def _llg_grammar(self, schema: dict[str, Any]) -> str:
+        """The llguidance grammar of a step's schema: compact JSON, keys in the GBNF order."""
+        import llguidance
+
+        key = digest(schema)
+        grammar = self._llg_grammars.get(key)
+        if grammar is None:
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(
+                ff.compact_schema(schema), defaults={"whitespace_flexible": False}
+            )
+            error = llguidance.LLMatcher.validate_grammar(grammar, self._llg_tokenizer)
+            if error:
+                raise PlannerBackendError(f"llguidance rejected the action grammar generated for this step's tools: {error}")
+            if len(self._llg_grammars) > 32:
+                self._llg_grammars.clear()
+                self._splits = ff.SplitMemo()
+            self._llg_grammars[key] = grammar
+        return grammar
+
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""
         await self.load()
         schema = action_json_schema(request.tools, request.kinds, request.skills)
         self.last_schema = schema
-        grammar = self._grammar(schema)
+        if self.constraint == "llguidance" and self._llg_tokenizer is None:
+            async with self._gen_lock:  # reads the vocabulary of the model in place (about a second)
+                if self._llg_tokenizer is None:
+                    self._llg_tokenizer = await asyncio.shield(asyncio.to_thread(_llg_tokenizer, self._llm))
+        grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
         stop = threading.Event()
@@ -342,23 +452,25 @@ class LlamaCppPlanner:
             self._prefix_texts[key] = text
         return text
 
-    def _warm_prefix(self, llm: Any, tokens: list[int], prefix_text: str | None) -> tuple[int, str, float]:
-        """Make the KV cache hold the prompt's stable prefix: (its length, how, seconds).
+    def _warm_prefix(self, llm: Any, tokens: list[int], prefix_text: str | None) -> tuple[int, str, float, list[int]]:
+        """Make the KV cache hold the prompt's stable prefix: (its length, how, seconds, batch starts).
 
         How: ``warm`` (already there), ``restored`` (from the disk cache) or ``evaluated`` (and
         saved for the next process).
         """
         if not prefix_text:
-            return 0, "none", 0.0
+            return 0, "none", 0.0, []
         prefix_tokens = llm.tokenize(prefix_text.encode("utf-8"), add_bos=False, special=True)
         n = _common(prefix_tokens, tokens)
         n = min(n, len(tokens) - 1)  # generate needs at least one token of its own to evaluate
         if n <= 0:
-            return 0, "none", 0.0
+            return 0, "none", 0.0, []
         prefix = tokens[:n]
         have = _common(llm._input_ids[: llm.n_tokens], prefix)
         if have >= n:
-            return n, "warm", 0.0
+            return n, "warm", 0.0, []
+        if self.reproducible:
+            have = 0  # a partly cached prefix would split its evaluation somewhere else
         t0 = time.monotonic()
         key = None
         if self.prefix_cache is not None and self._sha256:
@@ -367,15 +479,15 @@ class LlamaCppPlanner:
             key = PrefixKey.of(self._sha256, llm.n_ctx(), llm.n_batch, llama_cpp.__version__, prefix)
             payload = self.prefix_cache.load(key)
             if payload is not None and _restore(llm, payload, prefix):
-                return n, "restored", time.monotonic() - t0
+                return n, "restored", time.monotonic() - t0, []
         llm.n_tokens = have  # keep what is shared, evaluate the rest of the prefix on its own
-        llm.eval(prefix[have:])
+        splits = _eval_aligned(llm, prefix, have)
         if key is not None:
             try:
                 self.prefix_cache.save(key, _dump(llm))  # type: ignore[union-attr]
             except OSError as exc:
                 logger.warning("could not save the prefix state: %s", exc)
-        return n, "evaluated", time.monotonic() - t0
+        return n, "evaluated", time.monotonic() - t0, splits
 
     def _generate_sync(self, prompt: str, grammar: Any, stop: threading.Event,
                        prefix_text: str | None = None) -> PlannerTurn:
@@ -429,13 +541,58 @@ class LlamaCppPlanner:
         s = self.sampler
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         if len(tokens) + s.max_tokens > llm.n_ctx():
-            raise PlannerBackendError(f"prompt of {len(tokens)} tokens does not fit n_ctx={llm.n_ctx()}")
-        self._resume(llm, tokens)
-        # Mirror Llama.generate's own prefix match to report what the KV cache saved.
-        cached = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
-        prefix_n, prefix_how, prefix_s = self._warm_prefix(llm, tokens, prefix_text)
-        if prefix_how == "restored":
-            cached = max(cached, prefix_n)  # restored, not evaluated
+            raise PlannerBackendError(
+                f"prompt of {len(tokens)} tokens plus max_tokens={s.max_tokens} does not fit n_ctx={llm.n_ctx()}"
+                " (raise n_ctx, e.g. --n-ctx 16384)"
+            )
+        if not self.reproducible:
+            self._resume(llm, tokens)
+        before = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
+        prefix_n, prefix_how, prefix_s, splits = self._warm_prefix(llm, tokens, prefix_text)
+        keep = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
+        if self.reproducible:
+            keep = min(keep, prefix_n)
+            before = min(before, prefix_n) if prefix_how == "warm" else 0
+        cached = max(before, prefix_n) if prefix_how == "restored" else before
+        # restoring replaced the cache; a reproducible evaluation of the prefix starts from 0
+        reused = 0 if prefix_how == "restored" or (prefix_how == "evaluated" and self.reproducible) else before
+        t0 = time.monotonic()
+        llm.n_tokens = keep
+        splits += _eval_aligned(llm, tokens[:-1], keep)
+        t_decode = time.monotonic()
+        if self.constraint == "gbnf":
+            result = self._decode_gbnf(llm, tokens, grammar, stop)
+        else:
+            result = self._decode_llg(llm, tokens[-1], grammar, stop)
+        raw = llm.detokenize(result.ids).decode("utf-8", errors="replace")
+        end = time.monotonic()
+        return PlannerTurn(
+            raw=raw,
+            prefix_tokens=prefix_n,
+            prefix=prefix_how,
+            prefix_s=prefix_s,
+            prompt_tokens=len(tokens),
+            prompt_tokens_evaluated=len(tokens) - cached,
+            kv_reused=reused,
+            eval_splits=[*splits, len(tokens) - 1],
+            completion_tokens=len(result.ids),
+            forced_tokens=result.forced_tokens,
+            forced_rejected=result.forced_rejected,
+            decode_passes=result.passes,
+            decode_s=end - t_decode,
+            constraint_s=result.constraint_s,
+            token_ids=result.ids,
+            token_logprobs=result.logprobs,
+            finish_reason=result.finish,
+            latency_s=end - t0,
+        )
+
+    def _decode_gbnf(self, llm: Any, tokens: list[int], grammar: Any, stop: threading.Event) -> ff.DecodeResult:
+        """llama.cpp's own sampler chain with the GBNF grammar, one token per pass.
+
+        The KV cache holds all but the last prompt token, so ``generate`` evaluates that one
+        alone, as the llguidance path does."""
+        s = self.sampler
         last: dict[str, Any] = {}
 
         def remember_logits(input_ids: Any, scores: Any) -> Any:
@@ -446,10 +603,7 @@ class LlamaCppPlanner:
 
         from llama_cpp import LogitsProcessorList
 
-        ids: list[int] = []
-        logprobs: list[float] = []
-        finish = "length"
-        t0 = time.monotonic()
+        out = ff.DecodeResult()
         for token in llm.generate(
             tokens,
             top_k=s.top_k,
@@ -461,30 +615,70 @@ class LlamaCppPlanner:
             logits_processor=LogitsProcessorList([remember_logits]),
             reset=True,
         ):
-            if llm._model.token_is_eog(token) if hasattr(llm._model, "token_is_eog") else token == llm.token_eos():
-                finish = "stop"
+            out.passes += 1
+            if _is_eog(llm, token):
+                out.finish = "stop"
                 break
-            ids.append(int(token))
+            out.ids.append(int(token))
             if "scores" in last:
-                logprobs.append(float(last["scores"][token] - last["lse"]))
+                out.logprobs.append(float(last["scores"][token] - last["lse"]))
             if stop.is_set():
-                finish = "cancelled"
+                out.finish = "cancelled"
                 break
-            if len(ids) >= s.max_tokens:
+            if len(out.ids) >= s.max_tokens:
                 break
-        raw = llm.detokenize(ids).decode("utf-8", errors="replace")
-        return PlannerTurn(
-            raw=raw,
-            prefix_tokens=prefix_n,
-            prefix=prefix_how,
-            prefix_s=prefix_s,
-            prompt_tokens=len(tokens),
-            prompt_tokens_evaluated=len(tokens) - cached,
-            completion_tokens=len(ids),
-            token_ids=ids,
-            token_logprobs=logprobs,
-            finish_reason=finish,
-            latency_s=time.monotonic() - t0,
+        return out
+
+    def _decode_llg(self, llm: Any, first: int, grammar: str, stop: threading.Event) -> ff.DecodeResult:
+        """llguidance masks over the raw logits, forced tokens in one batch (see :mod:`.fast_forward`)."""
+        import llama_cpp
+        import llguidance
+        from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+        tokenizer = self._llg_tokenizer
+        matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
+        if matcher.is_error():
+            raise PlannerBackendError(f"llguidance could not start the action grammar: {matcher.get_error()}")
+        n_vocab = llm.n_vocab()
+        bitmask = allocate_token_bitmask(1, tokenizer.vocab_size)
+        ctx = llm._ctx.ctx
+
+        def fill_mask() -> np.ndarray:
+            fill_next_token_bitmask(matcher, bitmask)
+            return ff.bitmask_to_bool(bitmask[0], n_vocab)
+
+        def evaluate(batch: list[int], all_rows: bool) -> list[np.ndarray]:
+            rows: list[np.ndarray] = []
+            for i in range(0, len(batch), llm.n_batch):
+                chunk = batch[i : i + llm.n_batch]
+                n_past = llm.n_tokens
+                llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+                llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=all_rows)
+                llm._ctx.decode(llm._batch)
+                llm.input_ids[n_past : n_past + len(chunk)] = chunk
+                llm.n_tokens += len(chunk)
+                for j in range(len(chunk)) if all_rows else (-1,):
+                    ptr = llama_cpp.llama_get_logits_ith(ctx, j)
+                    rows.append(np.ctypeslib.as_array(ptr, shape=(n_vocab,)).copy())
+            llm._requires_eval = False
+            return rows
+
+        def truncate(n: int) -> None:
+            llm.n_tokens -= n
+            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+
+        return ff.decode(
+            first=first,
+            evaluate=evaluate,
+            truncate=truncate,
+            matcher=matcher,
+            fill_mask=fill_mask,
+            is_eog=lambda t: _is_eog(llm, t),
+            sampler=self.sampler,
+            fast_forward=self.fast_forward,
+            should_stop=stop.is_set,
+            token_bytes=lambda t: bytes(tokenizer.decode_bytes([t])),
+            splits=self._splits,
         )
 
     async def aclose(self) -> None:
@@ -494,6 +688,48 @@ class LlamaCppPlanner:
             self._snapshots.close()
             if llm is not None:
                 await asyncio.to_thread(llm.close)
+
+
+def _is_eog(llm: Any, token: int) -> bool:
+    """End of generation: any of the model's end tokens (the grammar allows them all at the end)."""
+    import llama_cpp
+
+    return bool(llama_cpp.llama_vocab_is_eog(llm._model.vocab, token))
+
+
+def _eval_aligned(llm: Any, tokens: list[int], start: int) -> list[int]:
+    """Evaluate ``tokens[start:]`` (``llm.n_tokens == start``) in position-aligned batches; their starts."""
+    splits = []
+    for a, b in aligned_batches(start, len(tokens), llm.n_batch):
+        llm.eval(tokens[a:b])
+        splits.append(a)
+    return splits
+
+
+def _compact(grammar: Any) -> Any:
+    """The same grammar without optional whitespace between JSON tokens.
+
+    With ``" "?`` after every key and separator nothing past a colon is forced; compact JSON
+    is also what the prompt's action examples show."""
+    from llama_cpp import LlamaGrammar
+
+    text = grammar._grammar.replace('space ::= " "?', 'space ::= ""')
+    return LlamaGrammar.from_string(text, verbose=False)
+
+
+def _llg_tokenizer(llm: Any) -> Any:
+    """llguidance's view of the model's vocabulary, every end-of-generation token included.
+
+    llama.cpp's grammar sampler lets any EOG token end a complete action; llguidance knows
+    only the one it is given unless told the whole set."""
+    import llama_cpp
+    from llguidance.llamacpp import lltokenizer_from_vocab
+
+    vocab = llm._model.vocab
+    eog = [t for t in range(llama_cpp.llama_vocab_n_tokens(vocab)) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+    with warnings.catch_warnings():  # it calls a deprecated alias once per token (151k warnings)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return lltokenizer_from_vocab(vocab, n_vocab=llm.n_vocab(), eos_token=eog or None)
 
 
 def _dump(llm: Any) -> bytes:

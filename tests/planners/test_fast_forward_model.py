@@ -1,0 +1,122 @@
+"""Fast-forward, reproducible evaluation and a long context on the real 0.5B (slow; still runs in CI)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pocketpilot.contracts import SamplerSettings
+from pocketpilot.evaluation import run_task
+from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+from pocketpilot.harness import HarnessConfig, Session
+from pocketpilot.harness.action_schema import parse_action
+from pocketpilot.harness.base import PlanRequest
+from pocketpilot.harness.context import ContextBudget
+from pocketpilot.harness.planners import LlamaCppPlanner, ScriptedPlanner
+from pocketpilot.harness.planners.llama_cpp import llguidance_available
+from pocketpilot.tasks import load_suite
+from pocketpilot.tasks.oracle import oracle_actions
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not llguidance_available(), reason="needs llguidance (the [fast] extra)")]
+
+TASKS = ("settings-boarding", "clarify-which-alice")
+
+
+async def recorded_prompts() -> list[PlanRequest]:
+    """First-step and later-step contexts of two tasks, assembled by the harness from their oracle runs."""
+    out: list[PlanRequest] = []
+    for task in load_suite():
+        if task.id in TASKS:
+            scripted = ScriptedPlanner(oracle_actions(task))
+            await run_task(task, scripted, mode="bare")
+            out += scripted.requests[:2]
+    return out
+
+
+@pytest.fixture(scope="module")
+def planner(test_gguf):
+    p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=160), n_ctx=4096, n_threads=1,
+                        constraint="llguidance", prefix_cache=False)
+    yield p
+    asyncio.run(p.aclose())
+
+
+async def _turn(planner: LlamaCppPlanner, request: PlanRequest, constraint: str, fast: bool):
+    planner.constraint, planner.fast_forward = constraint, fast
+    out = await planner.plan(request)
+    return out.turn
+
+
+async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner):
+    prompts = await recorded_prompts()
+    assert len(prompts) >= 3
+    saved = forced = 0
+    for request in prompts:
+        gbnf = await _turn(planner, request, "gbnf", False)
+        bare = await _turn(planner, request, "llguidance", False)
+        fast = await _turn(planner, request, "llguidance", True)
+        for turn in (gbnf, bare, fast):
+            parse_action(turn.raw, request.tools, request.kinds)  # a valid action every time
+        # one token per pass under llguidance without fast-forward, as under GBNF: identical
+        assert bare.token_ids == gbnf.token_ids
+        assert bare.forced_tokens == 0 and bare.decode_passes == len(bare.token_ids)
+        # fast-forward: forced tokens in batches, every one checked against greedy's own pick,
+        # so each pass still yields greedy's token and the batch saves a pass per forced token
+        assert fast.raw == bare.raw
+        if fast.token_ids == bare.token_ids:
+            assert fast.decode_passes == bare.decode_passes - fast.forced_tokens
+        assert fast.decode_passes <= bare.decode_passes
+        saved += bare.decode_passes - fast.decode_passes
+        forced += fast.forced_tokens
+    assert forced > 0 and saved > 0
+
+
+async def test_reproducible_mode_evaluates_in_the_same_order_whatever_was_cached(test_gguf):
+    prompts = await recorded_prompts()
+    target, other = prompts[1], prompts[2]  # a later step, and another task's context
+    turns = []
+    for warmup in (None, other):
+        p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=96), n_ctx=4096, n_threads=1,
+                            constraint="llguidance", reproducible=True, prefix_cache=False)
+        try:
+            if warmup is not None:
+                await p.plan(warmup)  # leaves another conversation's KV cache behind
+                await p.plan(prompts[0])  # and a cache that shares this task's prefix and more
+            turns.append((await p.plan(target)).turn)
+            info = p.info.eval
+        finally:
+            await p.aclose()
+    cold, warm = turns
+    assert warm.kv_reused <= warm.prefix_tokens  # only the stable prefix came from the cache
+    assert cold.eval_splits[-1] == warm.eval_splits[-1] == cold.prompt_tokens - 1  # last token alone
+    assert [s for s in cold.eval_splits if s >= cold.prefix_tokens] == \
+           [s for s in warm.eval_splits if s >= warm.prefix_tokens]
+    assert warm.token_ids == cold.token_ids
+    assert info is not None and info.reproducible and info.n_threads == 1 and info.n_batch == 512
+
+
+async def test_a_6k_token_policy_fits_at_n_ctx_16384(test_gguf):
+    planner = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=96), n_ctx=16384, prefix_cache=False)
+    await planner.load()
+    rules = [f"{i}. When the user asks about setting {i % 7}, read the current settings first, change only "
+             f"what was asked, and confirm the result from the tool output before you finish." for i in range(1, 400)]
+    policy = "Operating policy:"
+    for rule in rules:
+        if planner.count_tokens(policy) >= 6000:
+            break
+        policy += "\n" + rule
+    n_policy = planner.count_tokens(policy)
+    assert 6000 <= n_policy <= 6600
+    session = Session(planner, SandboxExecutor(SandboxPhone()),
+                      config=HarnessConfig(max_steps=1, budget=ContextBudget(guidance=n_policy + 100)),
+                      guidance=[policy])
+    try:
+        episode = await session.run("Turn on wifi.")
+    finally:
+        await planner.aclose()
+    step = episode.steps[0]
+    assert step.planner is not None and step.planner.prompt_tokens > 6000
+    assert step.action is not None, step.error  # a valid action, not a budget or context error
+    assert planner.info.eval.n_ctx == 16384
