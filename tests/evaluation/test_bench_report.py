@@ -68,7 +68,7 @@ def test_one_mode_report_has_no_lift() -> None:
 
 
 def test_cli_compare_writes_json_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    task_ids = ["clarify-which-tv", "settings-wifi-off"]  # suite order
+    task_ids = ["clarify-text-him", "settings-wifi-off"]  # suite order (dev tasks)
     monkeypatch.setattr(bench_cli, "build_planner", lambda *a, **k: ScriptedPlanner([FINISH] * 4))
     out, md = tmp_path / "bench.json", tmp_path / "bench.md"
     args = ["--compare", "--no-embedder", "--out", str(out), "--markdown", str(md)]

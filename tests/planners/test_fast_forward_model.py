@@ -8,7 +8,7 @@ import pytest
 
 from pocketpilot.contracts import SamplerSettings
 from pocketpilot.evaluation import run_task
-from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from pocketpilot.harness import HarnessConfig, Session
 from pocketpilot.harness.action_schema import parse_action
 from pocketpilot.harness.base import PlanRequest
@@ -21,7 +21,7 @@ from pocketpilot.tasks.oracle import oracle_actions
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not llguidance_available(), reason="needs llguidance (the [fast] extra)")]
 
-TASKS = ("settings-boarding", "clarify-which-alice")
+TASKS = ("settings-meeting-mode", "clarify-text-him")  # dev tasks: tests cite no test-split task
 
 
 async def recorded_prompts() -> list[PlanRequest]:
@@ -37,7 +37,7 @@ async def recorded_prompts() -> list[PlanRequest]:
 
 @pytest.fixture(scope="module")
 def planner(test_gguf):
-    p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=160), n_ctx=4096, n_threads=1,
+    p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=96), n_ctx=4096, n_threads=1,
                         constraint="llguidance", prefix_cache=False)
     yield p
     asyncio.run(p.aclose())
@@ -50,8 +50,7 @@ async def _turn(planner: LlamaCppPlanner, request: PlanRequest, constraint: str,
 
 
 async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner):
-    prompts = await recorded_prompts()
-    assert len(prompts) >= 3
+    prompts = (await recorded_prompts())[:2]  # a first and a later step: CI's time budget
     saved = forced = 0
     for request in prompts:
         gbnf = await _turn(planner, request, "gbnf", False)
@@ -109,7 +108,7 @@ async def test_a_6k_token_policy_fits_at_n_ctx_16384(test_gguf):
         policy += "\n" + rule
     n_policy = planner.count_tokens(policy)
     assert 6000 <= n_policy <= 6600
-    session = Session(planner, SandboxExecutor(SandboxPhone()),
+    session = Session(planner, SandboxExecutor(SandboxPhone(), list(EVERYDAY_APPS)),
                       config=HarnessConfig(max_steps=1, budget=ContextBudget(guidance=n_policy + 100)),
                       guidance=[policy])
     try:

