@@ -58,7 +58,7 @@ def test_invalid_task_file(tmp_path):
 
 
 async def test_trace_show_renders_steps_and_verdict(tmp_path):
-    task = next(t for t in load_suite() if t.id == "settings-boarding")
+    task = next(t for t in load_suite() if t.id == "settings-wifi-off")
     run = prepare(task)
     session = Session(ScriptedPlanner(oracle_actions(task)), run.executor, verifier=run.verifier, trace_dir=tmp_path)
     await session.run(task.goal)

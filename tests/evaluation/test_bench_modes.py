@@ -2,17 +2,45 @@
 
 from __future__ import annotations
 
+import yaml
+
 from pocketpilot.contracts import ToolCall
 from pocketpilot.evaluation import HarnessKit, load_harness_kit, run_task
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.tasks import load_suite
+from pocketpilot.tasks import load_suite, parse_task
 
 SUITE = {t.id: t for t in load_suite()}
 FINISH = {"kind": "finish", "summary": "done"}
 
+# No dev or evolve task pairs a settings request with another owner's memory, and the test split
+# may not be cited: the memory-context tests use this inline task instead.
+OTHER_OWNER_BRIGHTNESS = parse_task(yaml.safe_load("""
+id: inline-bedtime-brightness-other-owner
+goal: Dim the screen to my usual bedtime brightness.
+capability: distractor_memory
+group: memory
+split: dev
+domains: [settings]
+tools: [settings]
+memory:
+  - {content: At bedtime I keep the screen brightness at 25., tier: user, source: user_statement,
+     created_at: '2025-03-04T21:00:00+01:00', category: preference}
+  - {content: At bedtime I keep the screen brightness at 85., tier: user, source: user_statement,
+     created_at: '2025-03-08T21:00:00+01:00', category: preference, owner: guest}
+max_steps: 6
+criteria:
+  - {kind: state, path: settings.brightness, equals: 25}
+  - {kind: no_call, tool: set_brightness, args: {level: 85}}
+  - {kind: unchanged, allow: [settings.brightness]}
+oracle:
+  - {memory_search: bedtime brightness}
+  - {call: set_brightness, args: {level: 25}}
+  - {finish: Brightness is 25.}
+"""), "inline")
+
 
 async def test_bare_context_holds_memories_as_conversation_and_nothing_else() -> None:
-    task = SUITE["mem-distractor-brightness-other-owner"]
+    task = OTHER_OWNER_BRIGHTNESS
     planner = ScriptedPlanner([FINISH])
     _, outcome = await run_task(task, planner, mode="bare")
     request = planner.requests[0]
@@ -20,9 +48,9 @@ async def test_bare_context_holds_memories_as_conversation_and_nothing_else() ->
     assert roles[0] == "system" and request.messages[-1].content == task.goal
     prior = request.messages[1:-1]
     assert [m.section for m in prior] == ["prior"]
-    assert "My evening brightness is 30." in prior[0].content  # the user's own memory, as conversation
+    assert "At bedtime I keep the screen brightness at 25." in prior[0].content  # the user's own memory, as conversation
     text = "\n".join(m.content for m in request.messages)
-    assert "brightness is 90" not in text  # another owner's memory was never this user's conversation
+    assert "brightness at 85" not in text  # another owner's memory was never this user's conversation
     system = request.messages[0].content
     assert "Recalled memories" not in system and "Guidance:" not in system  # no retrieval, no adapter guidance
     assert "memory_search" not in request.kinds and "load_skill" not in request.kinds
@@ -33,7 +61,7 @@ async def test_bare_context_holds_memories_as_conversation_and_nothing_else() ->
 
 
 async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() -> None:
-    task = SUITE["mem-distractor-brightness-other-owner"]
+    task = OTHER_OWNER_BRIGHTNESS
     planner = ScriptedPlanner([FINISH])
     kit = load_harness_kit()
     episode, _ = await run_task(task, planner, mode="harness", kit=kit)
@@ -41,10 +69,10 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
     # prefix, the recalled evidence, the request: the evidence sits after the stable prefix
     assert [m.section for m in request.messages] == ["prefix", "evidence", "request"]
     evidence = request.messages[1].content
-    assert "Recalled memories" in evidence and "My evening brightness is 30." in evidence
+    assert "Recalled memories" in evidence and "At bedtime I keep the screen brightness at 25." in evidence
     assert "you said (trust" in evidence and "user_statement" not in evidence  # provenance, in words
     text = "\n".join(m.content for m in request.messages)
-    assert "brightness is 90" not in text  # another owner's memory is never recalled
+    assert "brightness at 85" not in text  # another owner's memory is never recalled
     system = request.messages[0].content
     assert "Recalled memories" not in system
     assert "memory_search" not in request.kinds  # memories were recalled for the request: no second search
@@ -75,7 +103,7 @@ async def test_harness_offers_no_memory_actions_for_an_empty_store_unless_asked(
 
 async def test_gates_stop_a_precondition_violation_only_with_the_harness() -> None:
     """start_cast over an active cast without checking it first: blocked by the harness, executed bare."""
-    task = SUITE["skill-precond-switch-office"]
+    task = SUITE["skill-precond-switch-office-2"]
     kit = load_harness_kit()
     if kit.library is None:  # pragma: no cover - skills ship with the package
         return
@@ -99,14 +127,14 @@ def test_an_empty_kit_declares_nothing_and_counts_nothing() -> None:
 async def test_subagent_oracle_delegates_and_passes_artifacts_through_the_harness() -> None:
     from pocketpilot.tasks import oracle_actions
 
-    task = SUITE["sub-note-id-to-jordan"]
+    task = SUITE["sub-note-id-to-priya"]
     episode, outcome = await run_task(task, ScriptedPlanner(oracle_actions(task)))
     assert outcome.success, episode.verdict
     delegations = [s for s in episode.steps if s.action and s.action.kind == "delegate"]
     assert len(delegations) == 2 and all(s.children and s.results[0].ok for s in delegations)
     assert delegations[1].action.artifacts == {"note_id": "note-4"}
     assert "note-4" in str(delegations[0].results[0].data)  # the id came back from the first sub-agent
-    assert ToolCall(name="send_sms", arguments={"to": "Jordan Kim", "body": "The note id is note-4."}) == (
+    assert ToolCall(name="send_sms", arguments={"to": "Priya Raman", "body": "The note id is note-4."}) == (
         delegations[1].children[0].steps[0].action.calls[0]
     )
 

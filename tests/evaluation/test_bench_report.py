@@ -22,7 +22,7 @@ METRICS = {"tasks", "success_rate", "mean_progress", "mean_steps", "mean_output_
 
 async def _comparison() -> BenchReport:
     # harness: the oracle of each task (passes); bare: finish straight away (fails an action task)
-    tasks = [SUITE["settings-wifi-off"], SUITE["mem-recall-night-brightness"]]
+    tasks = [SUITE["settings-wifi-off"], SUITE["mem-recall-reading-brightness"]]
     script: list = []
     for task in tasks:
         script.append(FINISH)  # bare first, interleaved per task
@@ -36,7 +36,7 @@ async def test_comparison_json_schema_and_lift() -> None:
     data = json.loads(json.dumps(report.to_json(), allow_nan=False))  # strict JSON: no NaN
     assert data["schema"] == BENCH_SCHEMA
     assert set(data) == {"schema", "planner", "split", "task_ids", "kit", "runs", "lift_points"}
-    assert data["task_ids"] == ["settings-wifi-off", "mem-recall-night-brightness"]
+    assert data["task_ids"] == ["settings-wifi-off", "mem-recall-reading-brightness"]
     assert set(data["runs"]) == {"bare", "harness"}
     for mode, run in data["runs"].items():
         assert set(run) == {"by_group", "by_capability", "outcomes", "wall_s"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 
 from pocketpilot.contracts import Episode
 from pocketpilot.executor.adb import AdbExecutor
@@ -12,13 +13,36 @@ from pocketpilot.executor.simphone._sandbox_backend import SandboxBackend
 from pocketpilot.harness import AllowAll, HarnessConfig, Session
 from pocketpilot.harness.base import Executor, Verifier
 from pocketpilot.harness.planners.scripted import ScriptedPlanner
-from pocketpilot.tasks import TaskSpec, load_suite, oracle_actions, prepare
+from pocketpilot.tasks import TaskSpec, load_suite, oracle_actions, parse_task, prepare
 
 if TYPE_CHECKING:
     from conftest import SimPhoneFactory
 
 
+# Settings changed one call per step (not one batch): no dev or evolve task does only that, and the
+# test split may not be cited, so the task is built here.
+STEPWISE_SETTINGS = parse_task(yaml.safe_load("""
+id: inline-cinema-settings-stepwise
+goal: I'm at the cinema, put the ringer on silent and switch bluetooth off.
+capability: multi_step
+split: dev
+domains: [settings]
+tools: [settings]
+max_steps: 5
+criteria:
+  - {kind: state, path: settings.ring_mode, equals: silent}
+  - {kind: state, path: settings.bluetooth, equals: false}
+  - {kind: unchanged, allow: [settings.ring_mode, settings.bluetooth, earbuds.connected]}  # bluetooth off drops the buds
+oracle:
+  - {call: set_ring_mode, args: {mode: silent}}
+  - {call: set_bluetooth, args: {enabled: false}}
+  - {finish: "Silent, bluetooth off."}
+"""), "inline")
+
+
 def _task(task_id: str) -> TaskSpec:
+    if task_id == STEPWISE_SETTINGS.id:
+        return STEPWISE_SETTINGS
     return next(t for t in load_suite() if t.id == task_id)
 
 
@@ -34,7 +58,7 @@ async def _run(task: TaskSpec, executor: Executor, verifier: Verifier) -> Episod
     return await session.run(task.goal)
 
 
-@pytest.mark.parametrize("task_id", ["settings-meeting-mode", "settings-boarding"])
+@pytest.mark.parametrize("task_id", ["settings-meeting-mode", STEPWISE_SETTINGS.id])
 async def test_oracle_verifies_on_sandbox_and_on_simphone(
     task_id: str, simphone_factory: SimPhoneFactory
 ) -> None:

@@ -57,7 +57,7 @@ def task(task_id):
 
 
 async def test_three_schema_valid_steps_with_policy_records(planner, test_gguf):
-    spec = task("settings-boarding")
+    spec = task("settings-meeting-mode")
     run = prepare(spec)
     session = Session(ToolsFirst(planner, 2), run.executor, config=HarnessConfig(max_steps=3),
                       confirm=AllowAll(), verifier=run.verifier)

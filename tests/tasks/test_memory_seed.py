@@ -127,12 +127,12 @@ def test_every_bundled_seed_is_stored_as_active_evidence() -> None:
 async def test_prepare_opens_the_seeded_store_only_when_asked() -> None:
     from pocketpilot.tasks import prepare
 
-    task = SUITE["mem-recall-night-brightness"]
+    task = SUITE["mem-recall-reading-brightness"]
     assert prepare(task).memory is None
     run = prepare(task, memory=True)
     try:
         assert run.memory is not None and len(run.memory.seeded) == len(task.memory)
-        hits = await run.memory.session.search("night brightness", k=3)
-        assert hits[0].content == "At night I like the screen brightness at 15."
+        hits = await run.memory.session.search("reading brightness", k=3)
+        assert hits[0].content == "When I read on the phone I want brightness 70."
     finally:
         run.close()

@@ -49,10 +49,41 @@ def test_a_hand_edited_record_is_refused(tmp_path):
         split_lock.recorded_test_split(lock)
 
 
+def _test_ids() -> set[str]:
+    return set(split_lock.current_test_split()) | set(split_lock.recorded_test_split())
+
+
+def _citations(paths, ids) -> list[tuple[str, str]]:
+    """(file, task id) for each test-split id a file names, quoted or bare (``x-2`` does not name ``x``)."""
+    found = []
+    for p in paths:
+        text = Path(p).read_text(encoding="utf-8")
+        for t in sorted(ids):
+            if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", text):
+                found.append((str(Path(p).relative_to(ROOT)) if Path(p).is_relative_to(ROOT) else str(p), t))
+    return sorted(found)
+
+
 def test_no_product_code_or_bench_names_a_test_task():
-    ids = set(split_lock.current_test_split())
     sources = [*ROOT.joinpath("pocketpilot").rglob("*.py"), *ROOT.joinpath("pocketpilot").rglob("*.md"),
                *ROOT.joinpath("bench").rglob("*.py")]
-    cited = [(str(p.relative_to(ROOT)), t) for p in sources for t in ids
-             if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", p.read_text(encoding="utf-8"))]
-    assert cited == []
+    assert _citations(sources, _test_ids()) == []
+
+
+def test_no_test_or_bench_script_names_a_test_task():
+    """Tests and bench scripts use dev/evolve tasks, or build one inline: never a frozen test task."""
+    sources = [*ROOT.joinpath("tests").rglob("*.py"), *ROOT.joinpath("bench").glob("*.py")]
+    assert len(sources) > 10
+    cited = _citations(sources, _test_ids())
+    assert cited == [], "test-split task ids cited (file, id): " + ", ".join(f"{f}: {t}" for f, t in cited)
+
+
+def test_the_citation_scan_catches_a_quoted_id_and_only_a_whole_one(tmp_path):
+    ids = _test_ids()
+    first = sorted(ids)[0]
+    citing, clean = tmp_path / "test_citing.py", tmp_path / "test_clean.py"
+    citing.write_text(f'task = SUITE["{first}"]\nother = \'{first}\'\n', encoding="utf-8")
+    clean.write_text(f'task = SUITE["{first}-2"]  # a longer id is another task\nx = "pre{first}"\n',
+                     encoding="utf-8")
+    assert _citations([citing, clean], ids) == [(str(citing), first)]
+    assert _citations([clean], ids) == []
