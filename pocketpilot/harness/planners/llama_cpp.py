@@ -409,7 +409,14 @@ class LlamaCppPlanner:
         if self.constraint == "llguidance" and self._llg_tokenizer is None:
             async with self._gen_lock:  # reads the vocabulary of the model in place (about a second)
                 if self._llg_tokenizer is None:
-                    self._llg_tokenizer = await asyncio.shield(asyncio.to_thread(_llg_tokenizer, self._llm))
+                    built = asyncio.ensure_future(asyncio.to_thread(_llg_tokenizer, self._llm))
+                    try:
+                        self._llg_tokenizer = await asyncio.shield(built)
+                    except asyncio.CancelledError:
+                        # the thread reads the model's vocabulary in place: keep the lock (and the
+                        # model) until it is done, or aclose frees the model under it (a segfault)
+                        await asyncio.wait({built})
+                        raise
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
