@@ -44,7 +44,7 @@ test: $(DEV)
 	$(VENV)/bin/pocketpilot models pull qwen2.5-coder-0.5b
 # headless Chromium renders the HTML replay in its test (Debian's package; root on CI)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 clean-venv:
 	rm -rf $(VENV)
