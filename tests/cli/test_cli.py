@@ -101,6 +101,10 @@ def test_ctrl_c_mid_episode_keeps_the_trace(test_gguf, tmp_path):
             [sys.executable, "-m", "pocketpilot", "run", "--model", str(test_gguf), "--trace-dir", str(trace_dir),
              "Check every setting one by one, then report them all."],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            # a job started in the background by a shell without job control inherits SIGINT
+            # ignored, and Python then installs no KeyboardInterrupt handler: give the child
+            # the default disposition, as a terminal would
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         try:
             deadline = time.monotonic() + 240

@@ -247,6 +247,7 @@ def test_ctrl_c_stops_the_server(tmp_path):
                                     traces=str(tmp_path / "traces")))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # see test_cli
                             text=True, env=env)
     try:
         deadline = time.monotonic() + 60
