@@ -77,6 +77,8 @@ class TaskOutcome(BaseModel):
     task_id: str
     capability: str
     group: str
+    domain: str = ""
+    """The first app the task names (its ``domains``); empty for a task that names none."""
     mode: Mode = "harness"
     success: bool
     progress: float
@@ -165,6 +167,7 @@ class BenchReport(BaseModel):
                 mode: {
                     "by_group": _finite(report.by("group")),
                     "by_capability": _finite(report.by("capability")),
+                    "by_domain": _finite(report.by("domain")),
                     "outcomes": [o.model_dump(mode="json") for o in report.outcomes],
                     "wall_s": {"total": round(sum(o.wall_s for o in report.outcomes), 3),
                                "per_task": {o.task_id: round(o.wall_s, 3) for o in report.outcomes}},
@@ -175,22 +178,29 @@ class BenchReport(BaseModel):
         }
 
     def markdown(self) -> str:
-        """Per group: success, mean steps, output tokens and wall time of each run, and the lift."""
+        """Per group: success, mean steps, output tokens and wall time of each run, and the lift;
+        then success per domain, where the tasks name one (a calibration reads difficulty there)."""
+        tables = [self._table("group")]
+        if any(o.domain for r in self.runs.values() for o in r.outcomes):
+            tables.append(self._table("domain", brief=True))
+        return "\n\n".join(tables)
+
+    def _table(self, key: str, brief: bool = False) -> str:
         modes = [m for m in ("bare", "harness") if m in self.runs]
-        head = ["group", "tasks"]
+        head = [key, "tasks"]
         for m in modes:
-            head += [f"{m} success", f"{m} steps", f"{m} out tok", f"{m} wall s"]
+            head += [f"{m} success"] if brief else [f"{m} success", f"{m} steps", f"{m} out tok", f"{m} wall s"]
         if len(modes) == 2:
             head.append("lift (pts)")
         rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        tables = {m: self.runs[m].by("group") for m in modes}
-        lift = self.lift("group")
+        tables = {m: self.runs[m].by(key) for m in modes}
+        lift = self.lift(key)
         names = sorted(tables[modes[0]], key=lambda k: (k == "ALL", k))
         for name in names:
             cells = [name, f"{tables[modes[0]][name]['tasks']:.0f}"]
             for m in modes:
                 t = tables[m][name]
-                cells += [
+                cells += [f"{100 * t['success_rate']:.1f}%"] if brief else [
                     f"{100 * t['success_rate']:.1f}%",
                     f"{t['mean_steps']:.2f}",
                     f"{t['mean_output_tokens']:.0f}",
@@ -199,6 +209,8 @@ class BenchReport(BaseModel):
             if len(modes) == 2:
                 cells.append(f"{lift[name]:+.1f}")
             rows.append("| " + " | ".join(cells) + " |")
+        if brief:
+            return "\n".join(rows)
         violations = {m: tables[m]["ALL"]["gate_violations"] for m in modes}
         note = "gate violations reaching the executor: " + ", ".join(
             f"{m} {'n/a' if v != v else int(v)}" for m, v in violations.items()
@@ -256,6 +268,7 @@ async def run_task(
         task_id=task.id,
         capability=task.capability,
         group=task.group,
+        domain=task.domains[0] if task.domains else "",
         mode=mode,
         success=bool(verdict and verdict.success),
         progress=verdict.progress if verdict else 0.0,

@@ -69,7 +69,7 @@ class HarnessKit:
             from .adapters import GuidanceFilter, SkillRouter
 
             self._filter = GuidanceFilter(eta)
-            self._router = SkillRouter(library) if library is not None else None
+            self._router = SkillRouter(library, stop_words=eta.stop_words) if library is not None else None
 
     @property
     def skills(self) -> SkillStore | None:

@@ -20,7 +20,8 @@ class EtaChange:
     """One semantic change.
 
     Attributes:
-        section: ``tool``, ``skill``, ``note``, ``policy`` or ``offer``.
+        section: ``tool``, ``skill``, ``note``, ``policy``, ``offer`` or ``stop_words`` (before:
+            the words removed, after: the words added).
         name: the tool/skill name or note id.
         change: ``added``, ``removed`` or ``changed``.
         field: for ``changed``, the dotted field (``parameters.properties.level.maximum``).
@@ -28,7 +29,7 @@ class EtaChange:
         after: the new value (``changed``/``added``), JSON-able.
     """
 
-    section: Literal["tool", "skill", "note", "policy", "offer"]
+    section: Literal["tool", "skill", "note", "policy", "offer", "stop_words"]
     name: str
     change: Literal["added", "removed", "changed"]
     field: str = ""
@@ -80,6 +81,9 @@ def diff_eta(a: Eta, b: Eta) -> list[EtaChange]:
     if order_a != order_b:
         out.append(EtaChange("note", "*", "changed", "order", order_a, order_b))
     _keyed("offer", dict(a.offers), dict(b.offers), out)
+    if a.stop_words != b.stop_words:
+        sa, sb = set(a.stop_words), set(b.stop_words)
+        out.append(EtaChange("stop_words", "*", "changed", "", sorted(sa - sb), sorted(sb - sa)))
     _keyed("policy", {p.name: p.params for p in a.policies}, {p.name: p.params for p in b.policies}, out)
     porder_a = [p.name for p in a.policies if p.name in {q.name for q in b.policies}]
     porder_b = [p.name for p in b.policies if p.name in {q.name for q in a.policies}]

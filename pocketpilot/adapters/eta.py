@@ -127,6 +127,12 @@ def _default_offers() -> dict[str, str]:
     return dict(DEFAULT_OFFERS)
 
 
+def _default_stop_words() -> list[str]:
+    from .notes import DEFAULT_STOP_WORDS
+
+    return sorted(set(DEFAULT_STOP_WORDS))  # the validated form: defaults are not validated
+
+
 class Eta(_Model):
     """The harness configuration η (content only; the version is derived from it)."""
 
@@ -138,6 +144,8 @@ class Eta(_Model):
     """The harness policies, in order: a reviewed revision may change one or its parameters."""
     offers: dict[str, str] = Field(default_factory=_default_offers)
     """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
+    stop_words: list[str] = Field(default_factory=_default_stop_words)
+    """Words skill routing ignores (the request's language is data, not code)."""
 
     @field_validator("offers")
     @classmethod
@@ -152,6 +160,16 @@ class Eta(_Model):
             except re.error as exc:
                 raise ValueError(f"offers[{kind!r}] is not a regular expression: {exc}") from exc
         return value
+
+    @field_validator("stop_words")
+    @classmethod
+    def _stop_words(cls, value: list[str]) -> list[str]:
+        words = sorted({w.strip().lower() for w in value} - {""})
+        bad = [w for w in words if not re.fullmatch(r"[^\s]+", w)]
+        if bad:
+            raise ValueError(f"stop_words holds words with spaces: {bad[:3]}")
+        return words
+
     _dropped: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     @property

@@ -117,7 +117,7 @@ def session_kwargs(
         res.discard("delegate")  # the action is not offered, so neither is its note
     preloaded: list[str] = []
     if library is not None:
-        router = router if router is not None else SkillRouter(library)
+        router = router if router is not None else SkillRouter(library, stop_words=eta.stop_words)
         if router.library is not library:
             raise EtaError(f"eta {version}", "the router was built from another skill library")
         preloaded = router.route(" ".join([request, *recalled]), exposed_tools)

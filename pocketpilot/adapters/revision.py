@@ -28,7 +28,8 @@ from .errors import EtaError, RevisionError
 from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
 
 __all__ = [
-    "AddNote", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision", "RevisionStore", "SetOffer", "SetPolicy",
+    "AddNote", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision", "RevisionStore", "SetOffer",
+    "SetPolicy", "SetStopWords",
     "apply_revision",
 ]
 
@@ -89,7 +90,15 @@ class SetOffer(_Op):
     pattern: str | None = None
 
 
-Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool, SetPolicy, RemovePolicy, SetOffer],
+class SetStopWords(_Op):
+    """Add and remove words skill routing ignores (another language, another app's filler words)."""
+
+    op: Literal["set_stop_words"] = "set_stop_words"
+    add: list[str] = Field(default_factory=list)
+    remove: list[str] = Field(default_factory=list)
+
+
+Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool, SetPolicy, RemovePolicy, SetOffer, SetStopWords],
                Field(discriminator="op")]
 
 
@@ -141,10 +150,13 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     tools = dict(eta.tools)
     policies = list(eta.policies)
     offers = dict(eta.offers)
+    stop_words = set(eta.stop_words)
     for i, op in enumerate(rev.ops):
         ids = [n.id for n in notes]
         names = [p.name for p in policies]
-        if isinstance(op, SetOffer):
+        if isinstance(op, SetStopWords):
+            stop_words = (stop_words | {w.strip().lower() for w in op.add}) - {w.strip().lower() for w in op.remove}
+        elif isinstance(op, SetOffer):
             if op.pattern is None:
                 offers.pop(op.kind, None)
             else:
@@ -187,7 +199,8 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
             if not op.remove:
                 skills = sorted([*skills, op.skill])
             tools[op.tool] = tools[op.tool].model_copy(update={"skills": skills})
-    new = Eta(tools=tools, skills=eta.skills, notes=notes, policies=policies, offers=offers)
+    new = Eta(tools=tools, skills=eta.skills, notes=notes, policies=policies, offers=offers,
+              stop_words=sorted(stop_words))
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new

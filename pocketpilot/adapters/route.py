@@ -27,18 +27,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..skills import SkillLibrary
-from .notes import DEFAULT_OFFERS
+from .notes import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 
 __all__ = ["SkillRouter", "asks_to_delegate", "asks_to_remember"]
 
-_STOP = frozenset(
-    "a an and any are as at be by do does for from get go has have how i if in is it its me my "
-    "no not of on one only or so that the their them then there this to up was what when which who "
-    "whose will with you your each every other another still same more less them they".split()
-    # verbs every skill description shares: they say nothing about which skill
-    + "set get read list create delete start stop status enabled info current turn off answer "
-    "check make add find change phone".split()
-)
+_STOP = frozenset(DEFAULT_STOP_WORDS)
+"""The default (η's ``stop_words`` when a router is built from η)."""
 _MIN_SCORE = 2.0
 """One declared keyword, or two description/tool words: below that a match is noise."""
 
@@ -60,13 +54,13 @@ def _normalize(text: str) -> str:
     return " " + " ".join(text.split()) + " "
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _normalize(text).split() if len(w) > 2 and w not in _STOP}
+def _words(text: str, stop: frozenset[str] = _STOP) -> set[str]:
+    return {w for w in _normalize(text).split() if len(w) > 2 and w not in stop}
 
 
-def _request_stems(request: str) -> set[str]:
+def _request_stems(request: str, stop: frozenset[str] = _STOP) -> set[str]:
     """Stems of every non-stop token of a request (short ones too: "km", "oz")."""
-    return {_stem(w) for w in _normalize(request).split() if len(w) > 1 and w not in _STOP}
+    return {_stem(w) for w in _normalize(request).split() if len(w) > 1 and w not in stop}
 
 
 def _stem(word: str) -> str:
@@ -97,26 +91,29 @@ class SkillRouter:
         library: the skills.
         max_skills: at most this many procedures go into one context.
         min_score: the least score that counts as a match (see :data:`_MIN_SCORE`).
+        stop_words: words ignored on both sides (η's ``stop_words``; English by default).
     """
 
-    def __init__(self, library: SkillLibrary, *, max_skills: int = 2, min_score: float = _MIN_SCORE) -> None:
+    def __init__(self, library: SkillLibrary, *, max_skills: int = 2, min_score: float = _MIN_SCORE,
+                 stop_words: Iterable[str] | None = None) -> None:
         self.library = library
         self.max_skills = max_skills
         self.min_score = min_score
+        self._stop = frozenset(w.lower() for w in stop_words) if stop_words is not None else _STOP
         self._terms: dict[str, _Terms] = {}
         for skill in library.skills():
             meta = skill.meta
             keywords = {_normalize(k).strip() for k in meta.keywords} - {""}
             phrases = tuple(sorted(k for k in keywords if " " in k))
             keys = frozenset(_stem(k) for k in keywords if " " not in k)
-            words = _words(meta.description) | _words(meta.name)
+            words = _words(meta.description, self._stop) | _words(meta.name, self._stop)
             stems = frozenset(_stem(w) for w in words) - keys
             self._terms[skill.name] = _Terms(phrases, keys, stems, generic=not meta.requires)
 
     def explain(self, request: str) -> dict[str, list[str]]:
         """Per skill, the terms of ``request`` that matched it (for traces and tests)."""
         text = _normalize(request)
-        stems = _request_stems(request)
+        stems = _request_stems(request, self._stop)
         out: dict[str, list[str]] = {}
         for name, terms in self._terms.items():
             hits = [p for p in terms.phrases if re.search(rf" {re.escape(p)}(s|es)? ", text)]
@@ -128,7 +125,7 @@ class SkillRouter:
     def scores(self, request: str) -> dict[str, float]:
         """Relevance of each skill to ``request`` (0 for no match)."""
         text = _normalize(request)
-        stems = _request_stems(request)
+        stems = _request_stems(request, self._stop)
         out: dict[str, float] = {}
         for name, terms in self._terms.items():
             phrase_hits = sum(1 for p in terms.phrases if re.search(rf" {re.escape(p)}(s|es)? ", text))

@@ -232,3 +232,38 @@ def test_a_revision_cannot_name_an_unknown_covering_skill(eta):
         apply_revision(eta, bad)
     good = bad.model_copy(update={"ops": [AddNote(note=RoutingNote(id="new.one", text="t", covered_by=["alarms"]))]})
     assert apply_revision(eta, good).note("new.one").covered_by == ["alarms"]
+
+
+def _german_library(tmp_path):
+    folder = tmp_path / "wlan"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        "---\nname: wlan\ndescription: Schaltet das WLAN ein oder aus und stellt die Helligkeit ein\n"
+        "version: '1'\nrequires: [set_wifi]\n---\nRufe set_wifi auf.\n"
+    )
+    return SkillLibrary([*SkillLibrary.builtin().skills(), SkillLibrary.from_dir(tmp_path).get("wlan")])
+
+
+def test_the_words_routing_ignores_are_eta_data_revised_for_another_language(tmp_path):
+    from pocketpilot.adapters import apply_revision, diff_eta
+    from pocketpilot.adapters.revision import Revision, SetStopWords
+
+    lib = _german_library(tmp_path)
+    tools, apps = sandbox_tool_apps()
+    base = compile_eta(tools, lib, apps=apps)
+    names = [t.name for t in tools]
+    filler = "Spiel die Musik und das Hörbuch ab"  # shares only filler words with the skill
+    real = "WLAN aus und Helligkeit hoch"
+    english = session_kwargs(base, names, library=lib, request=filler)
+    assert "wlan" in english["preloaded"]  # English stop words: "das", "und", "die" count as terms
+    rev = Revision(id="de-stop", base_version=base.version, rationale="German app",
+                   ops=[SetStopWords(add=["das", "die", "und", "der", "ein", "aus"])])
+    german = apply_revision(base, rev)
+    assert [c.section for c in diff_eta(base, german)] == ["stop_words"]
+    assert german.version != base.version
+    assert session_kwargs(german, names, library=lib, request=filler)["preloaded"] == []
+    assert session_kwargs(german, names, library=lib, request=real)["preloaded"][:1] == ["wlan"]
+    # removing them again restores the base η exactly
+    back = apply_revision(german, Revision(id="undo", base_version=german.version, rationale="undo",
+                                           ops=[SetStopWords(remove=["das", "die", "und", "der", "ein", "aus"])]))
+    assert back.version == base.version

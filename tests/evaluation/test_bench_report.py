@@ -39,9 +39,11 @@ async def test_comparison_json_schema_and_lift() -> None:
     assert data["task_ids"] == ["settings-wifi-off", "mem-recall-reading-brightness"]
     assert set(data["runs"]) == {"bare", "harness"}
     for mode, run in data["runs"].items():
-        assert set(run) == {"by_group", "by_capability", "outcomes", "wall_s"}
+        assert set(run) == {"by_group", "by_capability", "by_domain", "outcomes", "wall_s"}
         assert set(run["wall_s"]["per_task"]) == set(data["task_ids"])  # wall time per task, at a glance
         assert set(run["by_group"]) == {"tool_use", "memory", "ALL"}
+        # the calibration's per-domain figures: one row per first-named app, and ALL
+        assert set(run["by_domain"]) == {o["domain"] for o in run["outcomes"]} | {"ALL"}
         for row in run["by_group"].values():
             assert set(row) == METRICS
         assert all(o["mode"] == mode for o in run["outcomes"])
@@ -58,6 +60,10 @@ async def test_markdown_table_has_a_row_per_group_and_the_lift() -> None:
     lines = table.splitlines()
     assert lines[0].startswith("| group | tasks | bare success |") and lines[0].endswith("lift (pts) |")
     assert any(line.startswith("| memory | 1 | 0.0% |") for line in lines)
+    # then success per domain (the tasks name their apps), with its own lift column
+    at = lines.index(next(line for line in lines if line.startswith("| domain |")))
+    assert lines[at] == "| domain | tasks | bare success | harness success | lift (pts) |"
+    assert any(line.startswith("| ALL | 2 | 0.0% | 100.0% | +100.0 |") for line in lines[at:])
     assert lines[[i for i, line in enumerate(lines) if line.startswith("| ALL")][0]].endswith("+100.0 |")
     assert "gate violations reaching the executor: bare n/a, harness n/a" in table
 
