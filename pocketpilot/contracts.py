@@ -154,6 +154,15 @@ class ToolSpec(_Contract):
         return self
 
     @property
+    def changes_state(self) -> bool:
+        """Whether a call may change the world: everything not declared read-only.
+
+        The one reading of the declaration that the handoff review, the verifier and the loop
+        guard share; each decides for itself what an unknown tool (no spec) counts as.
+        """
+        return not self.read_only
+
+    @property
     def needs_confirmation(self) -> bool:
         """Destructive, or an effect the user must approve (send, delete, purchase)."""
         return _needs_confirmation(self.destructive, self.effect)

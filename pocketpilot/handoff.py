@@ -35,7 +35,7 @@ def changes_state(spec: ToolSpec | None) -> bool:
     An unknown tool (not in the episode's header) counts as state-changing: without a
     declaration there is nothing that says the failure was harmless to report as done.
     """
-    return spec is None or not spec.read_only
+    return spec is None or spec.changes_state
 
 
 class FailedCall(BaseModel):

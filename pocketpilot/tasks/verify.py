@@ -338,7 +338,7 @@ def _count(c: CountCriterion, episode: Episode) -> CriterionResult:
 def _changes_state(call: ToolCall, specs: Mapping[str, ToolSpec]) -> bool:
     """Whether ``call`` may change the world, by its tool's declared spec (an unknown tool changes nothing)."""
     spec = specs.get(call.name)
-    return spec is not None and not spec.read_only
+    return spec is not None and spec.changes_state
 
 
 def _last_call(c: LastCallCriterion, episode: Episode, specs: Mapping[str, ToolSpec]) -> CriterionResult:

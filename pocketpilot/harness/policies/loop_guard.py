@@ -37,7 +37,9 @@ def _batch_key(calls: Sequence[ToolCall]) -> tuple[str, ...]:
 
 
 def _changes_state(spec: ToolSpec | None) -> bool:
-    return spec is not None and not spec.read_only and spec.effect not in (None, "read")
+    """A declared state change: an undeclared effect (a tap, whose effect depends on what it
+    hits) is not a step a request names, so it neither remains nor ends a repeat."""
+    return spec is not None and spec.effect is not None and spec.changes_state
 
 
 class LoopGuard(BasePolicy):
