@@ -54,11 +54,11 @@ def _normalize(text: str) -> str:
     return " " + " ".join(text.split()) + " "
 
 
-def _words(text: str, stop: frozenset[str] = _STOP) -> set[str]:
+def _words(text: str, stop: frozenset[str]) -> set[str]:
     return {w for w in _normalize(text).split() if len(w) > 2 and w not in stop}
 
 
-def _request_stems(request: str, stop: frozenset[str] = _STOP) -> set[str]:
+def _request_stems(request: str, stop: frozenset[str]) -> set[str]:
     """Stems of every non-stop token of a request (short ones too: "km", "oz")."""
     return {_stem(w) for w in _normalize(request).split() if len(w) > 1 and w not in stop}
 
