@@ -21,7 +21,7 @@ from typing import Any
 from ..contracts import ToolSpec
 from ..executor.sandbox.diff import diff_values
 from .catalogue import Catalogue, Probe, run_calls, state_strings
-from .grounding import criteria_from_changes, patch_from_changes, record_of
+from .grounding import collection_of, criteria_from_changes, patch_from_changes, record_of
 from .template import Pools, Selector, Template, free_text_params
 from .verify import matches
 from .gen_world import GenWorld
@@ -73,6 +73,16 @@ def _args_text(args: dict[str, Any]) -> str:
     return ", ".join(f"{_label(k)} {_value(v)}" for k, v in args.items())
 
 
+def _singular(words: str) -> str:
+    """English singular of a collection's last word ("standing orders" -> "standing order")."""
+    head, _, last = words.rpartition(" ")
+    for plural, single in (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("s", "")):
+        if last.endswith(plural) and len(last) > len(plural) + 2 and not last.endswith("ss"):
+            last = last[: -len(plural)] + single
+            break
+    return f"{head} {last}".strip()
+
+
 def _verb(spec: ToolSpec) -> str:
     line = re.sub(r",?\s*\be\.g\..*", "", spec.description.strip().split("\n")[0])  # examples are not the action
     first = re.split(r"\. |; ", line)[0]
@@ -93,6 +103,7 @@ class Drafter:
     def __init__(self, world: GenWorld, catalogue: Catalogue, pools: Pools) -> None:
         self.world, self.cat, self.pools = world, catalogue, pools
         self.specs = catalogue.specs
+        self._base: dict[str, Any] | None = None
         self._families: dict[str, Callable[[Template, random.Random], Any]] = {
             "single_call": self.single_call,
             "multi_step": self.multi_step,
@@ -147,6 +158,35 @@ class Drafter:
 
     # ------------------------------------------------------------------ phrasing
 
+    def noun(self, tool: str, args: dict[str, Any] | None = None, state: dict[str, Any] | None = None) -> str:
+        """What a request calls the record ``tool`` acts on: the state collection it lives in.
+
+        The record a call names by id sits in one collection of the world's state
+        (``bank.payees``); a create call grows one (``music.playlists``). That collection's key,
+        singular, is the noun ("payee", "playlist"), read from the state model and never from
+        the tool's name; ``pools.nouns`` overrides it by collection path or by app (a generic
+        key such as ``items`` says nothing), and the app's name is the last resort.
+        """
+        spec, app = self.specs[tool], self.world.app_of(tool)
+        path = None
+        if spec.id_arg:
+            if self._base is None:
+                self._base = self.world.start(self.cat.patch).dump()
+            tried = [(state, args)] if state is not None and args else []
+            tried += [(self._base, p.args) for p in self.cat.probes(tool)]
+            path = next((found for dump, a in tried if spec.id_arg in a
+                         and (found := collection_of(dump, str(a[spec.id_arg])))), None)
+        elif spec.effect == "create":
+            path = next((c.path for p in self.cat.probes(tool) for c in p.changes
+                         if isinstance(c.after, list) and len(c.after) > len(c.before or [])), None)
+        if path is not None:
+            if path in self.pools.nouns:
+                return self.pools.nouns[path]
+            key = path.rsplit(".", 1)[-1]
+            if key not in self.pools.generic_collections:
+                return _singular(_label(key))
+        return self.pools.nouns.get(app, app)
+
     def clause(self, tool: str, args: dict[str, Any], before: dict[str, Any], rng: random.Random,
                omit: Sequence[str] = ()) -> str:
         """How one call reads as part of a request (lowercase, no final stop)."""
@@ -154,7 +194,7 @@ class Drafter:
         app = self.world.app_of(tool)
         shown = {k: v for k, v in args.items() if k != spec.id_arg and k not in omit}
         values = {
-            "app": app, "noun": self.pools.nouns.get(app, app), "verb": _verb(spec), "verb_lc": _lc(_verb(spec)),
+            "app": app, "noun": self.noun(tool, args, before), "verb": _verb(spec), "verb_lc": _lc(_verb(spec)),
             "args": _args_text(shown), "setting": _label(spec.setting or ""), "record": "", "onoff": "", "value": "",
         }
         bools = [v for v in shown.values() if isinstance(v, bool)]
@@ -429,8 +469,7 @@ class Drafter:
         if not missing:
             return None
         app = self.world.app_of(tool)
-        goal = self.fmt(t.goal, rng, app=app, verb=_verb(spec), verb_lc=_lc(_verb(spec)),
-                        noun=self.pools.nouns.get(app, app))
+        goal = self.fmt(t.goal, rng, app=app, verb=_verb(spec), verb_lc=_lc(_verb(spec)), noun=self.noun(tool))
         oracle = [{"ask_user": f"Which {_label(missing[0])} should I use?"}]
         criteria = [{"kind": "stop", "reason": ["ask_user"]}, {"kind": "no_call", "tool": tool}, _unchanged([])]
         return Draft(goal, oracle, criteria, self._exposed(tool))
@@ -631,5 +670,5 @@ class Drafter:
         ]
         criteria = [*crit, {"kind": "delegated", "artifact_values": [record_id]},
                     {"kind": "order", "before": {"tool": c.tool}, "after": {"tool": w.tool}}, _unchanged(allow)]
-        goal = self.fmt(t.goal, rng, first=first, then=then, noun=self.pools.nouns.get(app, app))
+        goal = self.fmt(t.goal, rng, first=first, then=then, noun=self.noun(c.tool, c.args))
         return Draft(goal, oracle, criteria, self._exposed(c.tool, w.tool))

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..executor.sandbox import MISSING, StateChange, resolve_path
 
-__all__ = ["criteria_from_changes", "patch_from_changes", "record_of"]
+__all__ = ["collection_of", "criteria_from_changes", "patch_from_changes", "record_of"]
 
 def _scalar_fields(element: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in element.items()
@@ -124,6 +124,25 @@ def patch_from_changes(after: dict[str, Any], changes: list[StateChange] | tuple
             cursor = cursor.setdefault(key, {})
         cursor[keys[-1]] = value
     return patch
+
+
+def collection_of(dump: Any, record_id: str) -> str | None:
+    """The dotted path of the list that holds the record whose ``id`` is ``record_id``."""
+
+    def walk(node: Any, path: str) -> str | None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if (found := walk(v, f"{path}.{k}" if path else str(k))) is not None:
+                    return found
+        elif isinstance(node, list):
+            if any(isinstance(v, dict) and v.get("id") == record_id for v in node):
+                return path
+            for v in node:
+                if (found := walk(v, path)) is not None:
+                    return found
+        return None
+
+    return walk(dump, "")
 
 
 def record_of(dump: Any, record_id: str) -> dict[str, Any] | None:

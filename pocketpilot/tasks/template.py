@@ -168,7 +168,10 @@ class Pools(_T):
     clauses: dict[str, list[str]] = Field(default_factory=dict)
     """Clause phrasing by call kind (``setting_bool``, ``setting_value``, ``create``, ...)."""
     nouns: dict[str, str] = Field(default_factory=dict)
-    """Optional record noun per app (``notes: note``); the app name otherwise."""
+    """Record nouns by state collection (``wallet.loyalty: loyalty card``) or by app
+    (``notes: note``), where the collection's own key does not read as one."""
+    generic_collections: list[str] = Field(default_factory=lambda: ["items"])
+    """Collection keys that name no kind of record (``notes.items``): the app's noun is used."""
 
 
 class TemplateSet(_T):

@@ -111,13 +111,44 @@ async def test_the_loop_guard_holds_a_call_the_world_keeps_rejecting():
     assert episode.steps[4].results[0].error.code == "not_allowed"
 
 
+def _devices_world(**power_semantics: Any) -> ToolRegistry:
+    """A lookup that returns a device record, and a thermostat tool that rejects a light's id."""
+    devices = Tool.from_schema("devices", {"type": "object", "properties": {}},
+                               lambda: [{"id": "d3", "name": "Bedroom light", "kind": "light"}],
+                               description="List the home's devices.", effect="read")
+
+    def thermostat(device_id: str) -> str:
+        return f"Error: {device_id} is a light, not a thermostat"
+
+    heat = Tool.from_schema("heat", {"type": "object", "properties": {"device_id": {"type": "string"}},
+                                     "required": ["device_id"]}, thermostat,
+                            description="Set a thermostat's target.", effect="update",
+                            classify=lambda v: ToolError(code="invalid_arguments", message=str(v))
+                            if str(v).startswith("Error") else None, **power_semantics)
+    return ToolRegistry([devices, heat])
+
+
+async def test_an_id_in_the_argument_the_tool_declares_as_its_id_gets_no_name_hint():
+    """'d3 is the id of Bedroom light; heat wants a name in device_id' sent a planner that had
+    passed the right kind of value the wrong way: the declaration says an id belongs there."""
+    script = [call("devices"), call("heat", device_id="d3"), FINISH]
+    declared = await Session(ScriptedPlanner(list(script)), _devices_world(id_arg="device_id"),
+                             confirm=AllowAll()).run("warm the bedroom")
+    assert declared.steps[1].results[0].error.code == "invalid_arguments"
+    assert not any("is the id of" in n for n in declared.steps[1].notices)
+    # the same tool without the declaration: the id of a looked-up record is hinted as a mix-up
+    undeclared = await Session(ScriptedPlanner(list(script)), _devices_world(),
+                               confirm=AllowAll()).run("warm the bedroom")
+    assert any(n.startswith("'d3' is the id of 'Bedroom light'") for n in undeclared.steps[1].notices)
+
+
 async def test_the_loop_guard_catches_a_cycle_of_two_batches():
     names = ["get_settings", "list_alarms"]
     a, b = call("get_settings"), call("list_alarms")
     planner = ScriptedPlanner([a, b, a, b, FINISH, FINISH])
     episode = await Session(planner, SandboxExecutor(SandboxPhone()), tools=names, confirm=AllowAll(),
                             policies=[LoopGuard()]).run("what is on?")
-    assert any("Step 0 already ran" in n for n in episode.steps[2].notices)
+    assert any("Step 1 already ran" in n for n in episode.steps[2].notices)
     assert any("going round in a circle" in n for n in episode.steps[3].notices)
     assert "tool_call" not in planner.requests[4].kinds  # read-only loop, nothing left: conclude
     # without the cycle detection (one-step memory) the fourth step is a plain repeat of step 1

@@ -215,7 +215,7 @@ async def test_repeating_a_batch_that_already_succeeded_is_pointed_out():
     guarded = HarnessConfig()
     episode = await _session(planner, SandboxPhone(), names, config=guarded).run("wifi off")
     assert not any("already ran" in n for n in episode.steps[0].notices + episode.steps[1].notices)
-    assert any(n.startswith("Step 0 already ran exactly these calls") for n in episode.steps[2].notices)
+    assert any(n.startswith("Step 1 already ran exactly these calls") for n in episode.steps[2].notices)
     # off by default: a plain session loop says nothing
     plain = await _session(ScriptedPlanner([off, off, FINISH]), SandboxPhone(), names).run("wifi off")
     assert not any("already ran" in n for s in plain.steps for n in s.notices)
@@ -446,7 +446,7 @@ async def test_a_run_may_not_delete_what_it_created_unless_asked():
     phone = SandboxPhone()
     episode = await _session(ScriptedPlanner(steps), phone, names, config=config).run("Make a note called Packing list")
     held = episode.steps[1].results[0]
-    assert held.error.code == "not_allowed" and "undo step 0" in held.error.message
+    assert held.error.code == "not_allowed" and "undo step 1" in held.error.message
     assert any(n.title == "Packing list" for n in phone.state.notes.items)
     # an existing note the run did not create may be deleted; and a request that asks to remove may undo
     phone2 = SandboxPhone()

@@ -125,3 +125,29 @@ def test_the_cli_writes_tasks_and_prints_drops_and_time(tmp_path) -> None:
     assert (out / "MANIFEST.yml").exists()
     bad = CliRunner().invoke(cli, ["tasks", "generate", "-n", "3", "--template", "nope", "-o", str(out)])
     assert bad.exit_code == 2 and "unknown template ids: nope" in bad.output
+
+
+async def test_a_record_is_named_by_its_state_collection_not_by_its_app(world) -> None:
+    """"Create a new music with name 'Car service'" asked for a playlist in words no planner can
+    map to one tool: the noun comes from where the record lives in the state model."""
+    from pocketpilot.tasks.catalogue import Catalogue
+    from pocketpilot.tasks.families import Drafter
+
+    pools = load_templates().pools
+    catalogue = await Catalogue(world, pools).build()
+    drafter = Drafter(world, catalogue, pools)
+    by_tool = {spec.name: spec for spec in world.tools()}
+    created = [n for n, s in by_tool.items() if s.effect == "create" and not s.id_arg and catalogue.probes(n)]
+    looked_up = [n for n, s in by_tool.items() if s.id_arg and catalogue.probes(n)]
+    assert created and looked_up
+    # a create call grows one collection; a call by id names a record of one: both read the same noun
+    nouns = {n: drafter.noun(n) for n in created + looked_up}
+    assert nouns["create_playlist"] == nouns["delete_playlist"] == "playlist"
+    assert nouns["pay_payee"] == nouns["add_payee"] == "payee"
+    assert nouns["add_loyalty_card"] == "loyalty card"  # a collection path in the pools overrides its key
+    assert nouns["create_note"] == "note"  # "items" names no kind of record: the app's noun
+    # no record tool with a collection is named by its bare app name, apart from apps whose
+    # records are called that ("email")
+    assert {n for n, v in nouns.items() if v == world.app_of(n)} <= {n for n in nouns if world.app_of(n) == "email"}
+    plain = Drafter(world, catalogue, pools.model_copy(update={"nouns": {}}))
+    assert plain.noun("add_loyalty_card") == "loyalty" and plain.noun("create_note") == "notes"

@@ -4,8 +4,9 @@ A small planner looks a contact up and then passes the returned ``id`` ("c7") to
 takes a name; the tool answers not_found and the planner repeats the lookup,
 hint or no hint. An argument equal to the ``id`` of a record an earlier step returned, in a
 call that failed with not_found or invalid_arguments, gets the record's name (or title,
-label, phone) as the value to pass instead. Sent again, the call's intent is not in doubt
-(the id is the record it looked up), only its spelling: the named form runs instead, the step
+label, phone) as the value to pass instead, except in the argument the tool declares as its id
+(``id_arg``); where it declares a ``name_arg``, only that argument is read. Sent again, the
+call's intent is not in doubt (the id is the record it looked up), only its spelling: the named form runs instead, the step
 records the call as run (the raw planner output keeps what was asked) and a notice says so.
 """
 
@@ -58,7 +59,12 @@ class IdForName(BasePolicy):
                 if r.ok:
                     for rec in records(r.data):
                         known.setdefault(str(rec["id"]), rec)
+        spec = run.tools.get(call.name)
         for arg, value in call.arguments.items():
+            if spec is not None and (arg == spec.id_arg or (spec.name_arg is not None and arg != spec.name_arg)):
+                # the tool declares where an id belongs and where a name does: an id in its id
+                # argument is no mix-up (a wrong record there is a lookup mistake the error names)
+                continue
             rec = known.get(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
             if rec is None:
                 continue

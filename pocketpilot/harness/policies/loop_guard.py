@@ -118,7 +118,7 @@ class LoopGuard(BasePolicy):
         earlier = self._succeeded.get(key)
         if earlier is not None:
             return Advice(notices=[
-                f"Step {earlier} already ran exactly these calls successfully; repeating them changes "
+                f"Step {earlier + 1} already ran exactly these calls successfully; repeating them changes "
                 "nothing. Do the part of the request that is still missing, or finish if it is all done."
             ])
         self._succeeded[key] = report.index

@@ -44,7 +44,7 @@ class UndoGuard(BasePolicy):
                 self._warned.add(call.key())
                 return Hold(
                     "not_allowed",
-                    f"{call.name} would undo step {created[str(value)]}: {value} was created by this run. If the "
+                    f"{call.name} would undo step {created[str(value)] + 1}: {value} was created by this run. If the "
                     "request is done, finish; only if the request asks to remove it, send this call again.",
                 )
         return ALLOW
