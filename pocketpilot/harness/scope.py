@@ -19,23 +19,50 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..contracts import ToolSpec
 
-__all__ = ["content_stems", "declared_terms", "is_setting", "out_of_scope", "setting_terms"]
+__all__ = ["ENGLISH", "FUNCTION_WORDS", "GENERIC_WORDS", "Lexicon", "content_stems", "declared_terms", "is_setting",
+           "out_of_scope", "setting_terms"]
 
-_STOP = frozenset(
+FUNCTION_WORDS: tuple[str, ...] = tuple(
     "set turn on off or and the a an in of to its it is be must this that with by for from not do "
     "percent level value state current enabled true false".split()
 )
+"""English words that never name what a setting is (η data: a policy parameter, see below)."""
 
-_GENERIC = _STOP | frozenset(
+GENERIC_WORDS: tuple[str, ...] = tuple(
     "please can could would you your my me our we they them he she his her their all any one new "
     "create return returns list show get give make find look tell now then also just when what which "
     "who how about after before into out up down there here have has was were will want need like "
     "don't dont".split()
 )
-"""Words too common to tie a memory to a request or a request to a tool."""
+"""English words too common to tie a memory to a request or a request to a tool (with the
+function words)."""
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The words scope matching ignores, in the request's language.
+
+    English by default; the policies that match words (scope guard, loop guard) take these as
+    parameters, so η records them and an app in another language revises η, not this module.
+    """
+
+    function_words: frozenset[str] = frozenset(FUNCTION_WORDS)
+    generic_words: frozenset[str] = frozenset(FUNCTION_WORDS + GENERIC_WORDS)
+    """The function words and the generic ones."""
+
+    @classmethod
+    def of(cls, function_words: Iterable[str] | None = None, generic_words: Iterable[str] | None = None) -> Lexicon:
+        """A lexicon from word lists (None: the English default for that list)."""
+        fw = frozenset(w.lower() for w in (FUNCTION_WORDS if function_words is None else function_words))
+        gw = frozenset(w.lower() for w in (GENERIC_WORDS if generic_words is None else generic_words))
+        return cls(fw, gw | fw)
+
+
+ENGLISH = Lexicon()
 
 
 def _tokens(text: str) -> set[str]:
@@ -61,33 +88,33 @@ def is_setting(spec: ToolSpec) -> bool:
     return spec.effect == "setting"
 
 
-def setting_terms(spec: ToolSpec) -> frozenset[str]:
+def setting_terms(spec: ToolSpec, lexicon: Lexicon = ENGLISH) -> frozenset[str]:
     """Stems of the words that name what ``spec`` changes (setting key, description, enum values)."""
     words = _tokens(spec.setting or "") | _tokens(spec.description)
     for prop in (spec.parameters.get("properties", {}) or {}).values():
         for value in prop.get("enum", ()) if isinstance(prop, dict) else ():
             if isinstance(value, str):
                 words |= _tokens(value)
-    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in _STOP)
+    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in lexicon.function_words)
 
 
-def out_of_scope(spec: ToolSpec, context: Iterable[str]) -> bool:
+def out_of_scope(spec: ToolSpec, context: Iterable[str], lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a setting tool's terms occur nowhere in ``context`` (False for other tools)."""
     if not is_setting(spec):
         return False
-    terms = setting_terms(spec)
+    terms = setting_terms(spec, lexicon)
     if not terms:
         return False
     seen = {_stem(w) for text in context for w in _tokens(text)}
     return not (terms & seen)
 
 
-def content_stems(text: str) -> set[str]:
+def content_stems(text: str, lexicon: Lexicon = ENGLISH) -> set[str]:
     """Stems of the content words of ``text`` (no function words, no generic verbs)."""
-    return {_stem(w) for w in _tokens(text) if len(w) > 2 and w not in _GENERIC}
+    return {_stem(w) for w in _tokens(text) if len(w) > 2 and w not in lexicon.generic_words}
 
 
-def declared_terms(spec: ToolSpec) -> frozenset[str]:
+def declared_terms(spec: ToolSpec, lexicon: Lexicon = ENGLISH) -> frozenset[str]:
     """Stems of the words a tool's declaration uses for what it acts on: its setting key,
     description and enum values (never its name), without generic words."""
     words = _tokens(spec.setting or "") | _tokens(spec.description)
@@ -95,4 +122,4 @@ def declared_terms(spec: ToolSpec) -> frozenset[str]:
         for value in prop.get("enum", ()) if isinstance(prop, dict) else ():
             if isinstance(value, str):
                 words |= _tokens(value)
-    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in _GENERIC)
+    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in lexicon.generic_words)

@@ -17,6 +17,7 @@ from pocketpilot.executor.tools import Tool, ToolRegistry
 from pocketpilot.harness import AllowAll, DenyAll, HarnessConfig, Session, default_policies, safety_policies
 from pocketpilot.harness.context import ContextBudget
 from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.harness.scope import FUNCTION_WORDS, GENERIC_WORDS
 from pocketpilot.harness.policies import (
     REGISTRY,
     LoopGuard,
@@ -203,6 +204,45 @@ async def test_a_distractor_memory_does_not_authorize_a_setting_the_request_neve
     assert state["font_scale"] == 1.3
 
 
+async def test_the_words_scope_matching_ignores_are_eta_data_revised_for_another_language():
+    """A German memory that shares only "bitte" with a German request is a distractor; the
+    English default reads "bitte" as a content word and lets it ground a setting change."""
+    state = {"font_scale": 1.0, "brightness": 60}
+
+    def handler(key: str) -> Any:
+        def set_value(**kw: Any) -> dict:
+            state[key] = next(iter(kw.values()))
+            return {key: state[key]}
+        return set_value
+
+    tools = [
+        Tool.from_schema("t1", {"type": "object", "properties": {"scale": {"type": "number"}}, "required": ["scale"]},
+                         handler("font_scale"), description="Schriftskalierung setzen.", effect="setting",
+                         setting="font_scale"),
+        Tool.from_schema("t2", {"type": "object", "properties": {"level": {"type": "integer"}}, "required": ["level"]},
+                         handler("brightness"), description="Bildschirmhelligkeit setzen.", effect="setting",
+                         setting="brightness"),
+    ]
+    memory = "Recalled memories:\n- 2025-03-01, you said (trust high): Beim Lesen bitte immer grosse Schriftskalierung."
+    script = [call("t2", level=30), call("t1", scale=1.3), FINISH]
+
+    async def run(eta: Any) -> dict:
+        state.update(font_scale=1.0, brightness=60)
+        await Session(ScriptedPlanner(list(script)), ToolRegistry(tools), confirm=AllowAll(), evidence=[memory],
+                      policies=eta.build_policies()).run("Bildschirmhelligkeit auf 30, bitte.")
+        return dict(state)
+
+    base = compile_eta(ToolRegistry(tools).tools())
+    scope = next(p for p in base.policies if p.name == "scope_guard")
+    assert scope.params["generic_words"] == list(GENERIC_WORDS)  # η carries the words, not the code
+    assert await run(base) == {"font_scale": 1.3, "brightness": 30}
+    german = Revision(id="de", base_version=base.version, rationale="requests in German", ops=[SetPolicy(
+        policy=PolicyEntry(name="scope_guard", params={"generic_words": ["bitte", "immer", "beim", "auf"]}))])
+    revised = apply_revision(base, german)
+    assert revised.version != base.version
+    assert await run(revised) == {"font_scale": 1.0, "brightness": 30}
+
+
 def test_the_policy_set_is_part_of_eta_its_version_and_its_diff():
     tools = SandboxExecutor(SandboxPhone()).tools()
     base = compile_eta(tools)
@@ -241,7 +281,8 @@ async def test_the_trace_header_records_the_policies_in_force():
     episode = await Session(planner, everyday(), policies=[LoopGuard(fail_limit=5)]).run("hi")
     assert episode.header.policies == [
         {"name": "gates", "params": {}},
-        {"name": "loop_guard", "params": {"fail_limit": 5, "max_cycle": 3}},
+        {"name": "loop_guard", "params": {"fail_limit": 5, "max_cycle": 3, "function_words": list(FUNCTION_WORDS),
+                                          "generic_words": list(GENERIC_WORDS)}},
         {"name": "confirmation", "params": {}},
     ]
 

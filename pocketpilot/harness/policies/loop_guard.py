@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ...contracts import Delegate, MemorySearch, ToolCall, ToolCallAction, ToolSpec
-from ..scope import content_stems, declared_terms
+from ..scope import FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, declared_terms
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 from .gates import held_result
 
@@ -48,12 +48,17 @@ class LoopGuard(BasePolicy):
     Args:
         fail_limit: identical world rejections of one call before it is held.
         max_cycle: the longest cycle of batches detected (2 catches A, B, A, B).
+        function_words, generic_words: words that never tie a request to a tool (default: English).
     """
 
     name = "loop_guard"
 
-    def __init__(self, *, fail_limit: int = 3, max_cycle: int = 3) -> None:
-        super().__init__(fail_limit=fail_limit, max_cycle=max_cycle)
+    def __init__(self, *, fail_limit: int = 3, max_cycle: int = 3, function_words: Sequence[str] | None = None,
+                 generic_words: Sequence[str] | None = None) -> None:
+        fw = list(FUNCTION_WORDS if function_words is None else function_words)
+        gw = list(GENERIC_WORDS if generic_words is None else generic_words)
+        super().__init__(fail_limit=fail_limit, max_cycle=max_cycle, function_words=fw, generic_words=gw)
+        self.lexicon = Lexicon.of(fw, gw)
         self.fail_limit, self.max_cycle = fail_limit, max_cycle
         self._succeeded: dict[tuple[str, ...], int] = {}
         self._trail: list[tuple[tuple[str, ...], bool]] = []
@@ -142,13 +147,12 @@ class LoopGuard(BasePolicy):
         return Advice(notices=[f"{said} Your next action must be finish (with the answer from these results), "
                                "ask_user or refuse."], withhold=CONCLUDE)
 
-    @staticmethod
-    def _remaining(run: RunView, report: StepReport) -> list[ToolSpec]:
+    def _remaining(self, run: RunView, report: StepReport) -> list[ToolSpec]:
         """State-changing tools the request's words name that have not succeeded in this run."""
         done = {c.name for c, r in zip(report.calls, report.results) if r.ok}
         for step in run.steps:
             if isinstance(step.action, ToolCallAction):
                 done.update(c.name for c, r in zip(step.action.calls, step.results) if r.ok)
-        asked = content_stems(run.request)
+        asked = content_stems(run.request, self.lexicon)
         return [spec for name, spec in run.tools.items()
-                if name not in done and _changes_state(spec) and declared_terms(spec) & asked]
+                if name not in done and _changes_state(spec) and declared_terms(spec, self.lexicon) & asked]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ...contracts import ToolCall, ToolSpec
-from ..scope import content_stems, out_of_scope
+from ..scope import ENGLISH, FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, out_of_scope
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 
 __all__ = ["ScopeGuard"]
@@ -38,25 +38,33 @@ def _memory_lines(run: RunView) -> Iterator[str]:
         yield from (m.content for m in step.retrieved)
 
 
-def grounding(run: RunView) -> Iterator[str]:
+def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
     """What may ground a setting change in this run (lazy: only a setting call reads it)."""
     yield run.request
     for step in run.steps:
         yield from (r.error.message for r in step.results
                     if r.error is not None and not run.said_by_harness(r.error.message))
-    about = content_stems(run.request)
+    about = content_stems(run.request, lexicon)
     for line in _memory_lines(run):
-        if content_stems(line) & about:
+        if content_stems(line, lexicon) & about:
             yield line
 
 
 class ScopeGuard(BasePolicy):
-    """Hold a setting call that nothing grounding names, once the run has made a grounded change."""
+    """Hold a setting call that nothing grounding names, once the run has made a grounded change.
+
+    Args:
+        function_words: words that never name a setting (default: English).
+        generic_words: words too common to tie a memory to the request (default: English).
+    """
 
     name = "scope_guard"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, function_words: Sequence[str] | None = None, generic_words: Sequence[str] | None = None) -> None:
+        fw = list(FUNCTION_WORDS if function_words is None else function_words)
+        gw = list(GENERIC_WORDS if generic_words is None else generic_words)
+        super().__init__(function_words=fw, generic_words=gw)
+        self.lexicon = Lexicon.of(fw, gw)
         self._acted = False
 
     def after_step(self, report: StepReport, run: RunView) -> Advice | None:
@@ -64,12 +72,12 @@ class ScopeGuard(BasePolicy):
             spec = run.tools.get(call.name)
             if not result.ok or spec is None or spec.read_only or spec.effect in (None, "read"):
                 continue
-            if not out_of_scope(spec, grounding(run)):
+            if not out_of_scope(spec, grounding(run, self.lexicon), self.lexicon):
                 self._acted = True
         return None
 
     async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
-        if not self._acted or not out_of_scope(spec, grounding(run)):
+        if not self._acted or not out_of_scope(spec, grounding(run, self.lexicon), self.lexicon):
             return ALLOW
         return Hold(
             "not_allowed",
