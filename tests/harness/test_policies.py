@@ -152,6 +152,8 @@ async def test_the_loop_guard_catches_a_cycle_of_two_batches():
     assert any("Step 1 already ran" in n for n in episode.steps[2].notices)
     assert any("going round in a circle" in n for n in episode.steps[3].notices)
     assert "tool_call" not in planner.requests[4].kinds  # read-only loop, nothing left: conclude
+    # every repeated call worked: nothing is unsafe or impossible, so refusing is no way out either
+    assert "refuse" not in planner.requests[4].kinds and "finish" in planner.requests[4].kinds
     # without the cycle detection (one-step memory) the fourth step is a plain repeat of step 1
     planner2 = ScriptedPlanner([a, b, a, b, FINISH])
     ep2 = await Session(planner2, SandboxExecutor(SandboxPhone()), tools=names, confirm=AllowAll(),

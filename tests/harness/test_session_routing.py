@@ -378,6 +378,7 @@ async def test_the_loop_guard_stops_an_identical_held_batch_livelock(lib):
     session2 = _session(planner2, phone2, CAST, skills=lib, gates=lib.always_on_gates(CAST), policies=[LoopGuard()])
     ep2 = await session2.run("what now?")
     assert "tool_call" not in planner2.requests[2].kinds
+    assert "refuse" in planner2.requests[2].kinds  # held, not worked: refusing stays open
     assert any("held back again" in n and "must be finish" in n for n in ep2.steps[1].notices)
 
 

@@ -90,7 +90,8 @@ class LoopGuard(BasePolicy):
                 withhold=frozenset({"memory_search"}),
             )
         if isinstance(report.action, Delegate) and previous == report.action:
-            return self._stuck(run, report, "You just delegated exactly this before and got its result: repeating it changes nothing.")
+            return self._stuck(run, report, "You just delegated exactly this before and got its result: repeating it changes nothing.",
+                               succeeded=bool(report.results) and all(r.ok for r in report.results))
         return None
 
     # ------------------------------------------------------------------ parts
@@ -113,7 +114,8 @@ class LoopGuard(BasePolicy):
         self._trail.append((key, all_ok))
         if report.held and repeats and run.steps and all(r.ok or held_result(r) for r in run.steps[-1].results):
             # the same batch, held back the same way again: the planner is not reading the hint
-            return self._stuck(run, report, "You sent exactly the same batch again and it was held back again.")
+            return self._stuck(run, report, "You sent exactly the same batch again and it was held back again.",
+                               succeeded=False)
         if not all_ok:
             return None
         if repeats:
@@ -138,12 +140,19 @@ class LoopGuard(BasePolicy):
                     return True
         return False
 
-    def _stuck(self, run: RunView, report: StepReport, said: str) -> Advice:
+    def _stuck(self, run: RunView, report: StepReport, said: str, *, succeeded: bool = True) -> Advice:
+        """``succeeded``: the repeated steps all worked, so nothing is unsafe or impossible and a
+        refusal is no way out either (a sub-agent told "finish, ask_user or refuse" after
+        reads that worked refused, and its parent with it)."""
         remaining = self._remaining(run, report)
         if remaining:
             names = "; ".join(f"{s.name} ({s.description.splitlines()[0] if s.description else s.effect})" for s in remaining)
             return Advice(notices=[f"{said} Not done yet, by the request's words: {names}. Do that next if the request "
                                    "asks for it; finish only when everything it asks for is done."])
+        if succeeded:
+            return Advice(notices=[f"{said} Your next action must be finish, with the answer from these results and "
+                                   "what you did (or ask_user if only the user can say how to go on)."],
+                          withhold=CONCLUDE | {"refuse"})
         return Advice(notices=[f"{said} Your next action must be finish (with the answer from these results), "
                                "ask_user or refuse."], withhold=CONCLUDE)
 
