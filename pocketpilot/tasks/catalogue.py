@@ -192,6 +192,7 @@ class Catalogue:
                 if result.data in (None, [], {}, ""):
                     continue
             elif not changes:
+                bad.append(args)  # worked, changed nothing here: still a fix where the state differs
                 continue
             good.append(Probe(spec.name, args, result.data, before, after, changes))
         if not good and 0 < len(props) <= 3 and (spec.effect == "read" or spec.read_only):

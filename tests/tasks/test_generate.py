@@ -151,3 +151,13 @@ async def test_a_record_is_named_by_its_state_collection_not_by_its_app(world) -
     assert {n for n, v in nouns.items() if v == world.app_of(n)} <= {n for n in nouns if world.app_of(n) == "email"}
     plain = Drafter(world, catalogue, pools.model_copy(update={"nouns": {}}))
     assert plain.noun("add_loyalty_card") == "loyalty" and plain.noun("create_note") == "notes"
+
+
+def test_recovery_tasks_find_fixes_that_are_no_ops_in_the_base_world(world) -> None:
+    """Turning away mode off changes nothing on the base phone, so the catalogue once dropped
+    that call, and every recovery task was the one cast conflict it could still find."""
+    gen = generate(world, count=3, seed=0, only=["recover-fix"])
+    scenarios = {tuple(s["call"] for s in t["oracle"] if "call" in s) for t in gen.tasks}
+    assert len(scenarios) >= 2
+    fixes = {calls[2] for calls in scenarios}
+    assert {"stop_cast", "set_away_mode"} <= fixes
