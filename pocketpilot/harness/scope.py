@@ -88,14 +88,19 @@ def is_setting(spec: ToolSpec) -> bool:
     return spec.effect == "setting"
 
 
-def setting_terms(spec: ToolSpec, lexicon: Lexicon = ENGLISH) -> frozenset[str]:
-    """Stems of the words that name what ``spec`` changes (setting key, description, enum values)."""
+def _declared_words(spec: ToolSpec) -> set[str]:
+    """The words of a tool's setting key, description and enum values (never its name)."""
     words = _tokens(spec.setting or "") | _tokens(spec.description)
     for prop in (spec.parameters.get("properties", {}) or {}).values():
         for value in prop.get("enum", ()) if isinstance(prop, dict) else ():
             if isinstance(value, str):
                 words |= _tokens(value)
-    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in lexicon.function_words)
+    return words
+
+
+def setting_terms(spec: ToolSpec, lexicon: Lexicon = ENGLISH) -> frozenset[str]:
+    """Stems of the words that name what ``spec`` changes (setting key, description, enum values)."""
+    return frozenset(_stem(w) for w in _declared_words(spec) if len(w) > 2 and w not in lexicon.function_words)
 
 
 def out_of_scope(spec: ToolSpec, context: Iterable[str], lexicon: Lexicon = ENGLISH) -> bool:
@@ -117,9 +122,4 @@ def content_stems(text: str, lexicon: Lexicon = ENGLISH) -> set[str]:
 def declared_terms(spec: ToolSpec, lexicon: Lexicon = ENGLISH) -> frozenset[str]:
     """Stems of the words a tool's declaration uses for what it acts on: its setting key,
     description and enum values (never its name), without generic words."""
-    words = _tokens(spec.setting or "") | _tokens(spec.description)
-    for prop in (spec.parameters.get("properties", {}) or {}).values():
-        for value in prop.get("enum", ()) if isinstance(prop, dict) else ():
-            if isinstance(value, str):
-                words |= _tokens(value)
-    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in lexicon.generic_words)
+    return frozenset(_stem(w) for w in _declared_words(spec) if len(w) > 2 and w not in lexicon.generic_words)
