@@ -112,6 +112,55 @@ async def test_the_loop_guard_holds_a_call_the_world_keeps_rejecting():
     assert episode.steps[4].results[0].error.code == "not_allowed"
 
 
+def _status_tool() -> Tool:
+    return Tool.from_schema("status", {"type": "object", "properties": {}}, lambda: {"up": True},
+                            description="Read the service status.", effect="read", read_only=True)
+
+
+async def test_the_loop_guard_makes_a_planner_that_resends_a_held_call_conclude():
+    """A dev trace re-sent a held call, with two reads beside it, until max_steps: holding it
+    again each time changed nothing, so the second time it is sent after a hold is a loop."""
+    calls: list[int] = []
+    registry = ToolRegistry([_failing_tool(calls), _status_tool()])
+    again = {"kind": "tool_call", "calls": [{"name": "flaky", "arguments": {"x": 1}}, {"name": "status", "arguments": {}}]}
+    planner = ScriptedPlanner([again] * 5 + [FINISH, FINISH])
+    episode = await Session(planner, registry, policies=[LoopGuard(fail_limit=3)], confirm=AllowAll()).run("hi")
+    assert len(calls) == 3 and episode.steps[3].results[0].error.code == "not_allowed"
+    assert not any("already held back" in n for n in episode.steps[3].notices)  # the first hold is only a hold
+    assert "tool_call" in planner.requests[4].kinds
+    assert any("flaky again" in n and "already held back" in n for n in episode.steps[4].notices)
+    assert "tool_call" not in planner.requests[5].kinds and "finish" in planner.requests[5].kinds
+    assert episode.stop_reason == "finish" and len(episode.steps) == 6
+
+    # where the request names the held tool's work as still undone, the guard says so and forces nothing
+    planner2 = ScriptedPlanner([again] * 5 + [FINISH, FINISH])
+    ep2 = await Session(planner2, ToolRegistry([_failing_tool(), _status_tool()]), policies=[LoopGuard(fail_limit=3)],
+                        confirm=AllowAll()).run("update the remote flag")
+    assert any("Not done yet" in n and "flaky" in n for n in ep2.steps[4].notices)
+    assert "tool_call" in planner2.requests[5].kinds
+
+
+async def test_the_loop_guard_catches_a_cycle_of_batches_that_fail_the_same_way_each_time():
+    """A, B, A, B where A fails each time the same way: the planner is going round, not retrying."""
+    registry = ToolRegistry([_failing_tool(), _status_tool()])
+    a, b = call("flaky", x=1), call("status")
+    planner = ScriptedPlanner([a, b, a, b, FINISH, FINISH])
+    episode = await Session(planner, registry, policies=[LoopGuard(fail_limit=9)], confirm=AllowAll()).run("hi")
+    assert not any("circle" in n for s in episode.steps[:3] for n in s.notices)
+    assert any("going round in a circle" in n and "same failures" in n for n in episode.steps[3].notices)
+    assert "tool_call" not in planner.requests[4].kinds and "refuse" in planner.requests[4].kinds
+    # the same calls with a different failure the second time round are not a cycle
+    outcomes = iter(["Error: the service refused", {"ok": 1}])
+    varying = Tool.from_schema("flaky", {"type": "object", "properties": {"x": {"type": "integer"}}},
+                               lambda **kw: next(outcomes), description="Update the remote flag.", effect="update",
+                               classify=lambda v: ToolError(code="refused", message=str(v))
+                               if str(v).startswith("Error") else None)
+    planner2 = ScriptedPlanner([a, b, a, b, FINISH])
+    ep2 = await Session(planner2, ToolRegistry([varying, _status_tool()]), policies=[LoopGuard(fail_limit=9)],
+                        confirm=AllowAll()).run("hi")
+    assert not any("circle" in n for s in ep2.steps for n in s.notices)
+
+
 def _devices_world(**power_semantics: Any) -> ToolRegistry:
     """A lookup that returns a device record, and a thermostat tool that rejects a light's id."""
     devices = Tool.from_schema("devices", {"type": "object", "properties": {}},

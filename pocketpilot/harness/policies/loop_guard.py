@@ -13,7 +13,11 @@ each of these. What it does next depends on what the request still names:
 
 A call the world has rejected ``fail_limit`` times with identical arguments is held from then
 on, until some state-changing call succeeds (the world changed, so it may pass now). Holds by
-the harness itself (gates, guards, denials) do not count as the world's rejections.
+the harness itself (gates, guards, denials) do not count as the world's rejections. A planner
+that sends a call this guard has already held once more is not reading the hold (dev traces ran
+into max_steps that way, re-sending the held call with two reads beside it), and neither is one
+whose batches go round a cycle with the same results each time, failures included: both are
+stuck, as a repeat is.
 """
 
 from __future__ import annotations
@@ -42,6 +46,13 @@ def _changes_state(spec: ToolSpec | None) -> bool:
     return spec is not None and spec.effect is not None and spec.changes_state
 
 
+def _outcomes(report: StepReport) -> tuple[tuple[str, str], ...]:
+    """A batch with what came of each call (ok, or the error code), order ignored: a cycle is
+    the same calls meeting the same results again."""
+    return tuple(sorted((c.key(), "ok" if r.ok else (r.error.code if r.error else "failed"))
+                        for c, r in zip(report.calls, report.results)))
+
+
 class LoopGuard(BasePolicy):
     """Notice repeats, cycles and stubborn failures; name what remains or make the planner conclude.
 
@@ -61,9 +72,13 @@ class LoopGuard(BasePolicy):
         self.lexicon = Lexicon.of(fw, gw)
         self.fail_limit, self.max_cycle = fail_limit, max_cycle
         self._succeeded: dict[tuple[str, ...], int] = {}
-        self._trail: list[tuple[tuple[str, ...], bool]] = []
-        """(batch key, fully succeeded) of each planner tool step."""
+        self._trail: list[tuple[tuple[tuple[str, str], ...], bool]] = []
+        """(each call's key with its outcome, fully succeeded) of each planner tool step."""
         self._rejected: Counter[str] = Counter()
+        self._held_now: set[str] = set()
+        """Calls this guard held in the step being routed."""
+        self._held_before: set[str] = set()
+        """Calls this guard held in earlier steps, since the world last changed."""
 
     # ------------------------------------------------------------------ hooks
 
@@ -71,6 +86,7 @@ class LoopGuard(BasePolicy):
         n = self._rejected[call.key()]
         if n < self.fail_limit:
             return ALLOW
+        self._held_now.add(call.key())
         return Hold("not_allowed", f"{call.name} with these exact arguments was rejected {n} times; the harness "
                                    "does not send it again. Change the arguments, use another tool, or ask_user.")
 
@@ -105,17 +121,27 @@ class LoopGuard(BasePolicy):
                 self._rejected[call.key()] += 1
         if changed:
             self._rejected.clear()
+            self._held_before.clear()
 
     def _tool_step(self, report: StepReport, run: RunView, previous: object) -> Advice | None:
+        resent = sorted({c.name for c in report.calls if c.key() in self._held_before})
+        self._held_before |= self._held_now
+        self._held_now = set()
         self._count(report, run)
         key = _batch_key(report.calls)
         all_ok = bool(report.results) and all(r.ok for r in report.results)
         repeats = isinstance(previous, ToolCallAction) and _batch_key(previous.calls) == key
-        self._trail.append((key, all_ok))
+        self._trail.append((_outcomes(report), all_ok))
+        if resent:
+            return self._stuck(run, report, f"You sent {', '.join(resent)} again with the exact arguments the harness "
+                                            "already held back: it will not run.", succeeded=False)
         if report.held and repeats and run.steps and all(r.ok or held_result(r) for r in run.steps[-1].results):
             # the same batch, held back the same way again: the planner is not reading the hint
             return self._stuck(run, report, "You sent exactly the same batch again and it was held back again.",
                                succeeded=False)
+        if self._cycles(failing=True):
+            return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last "
+                                            "steps already did, with the same failures.", succeeded=False)
         if not all_ok:
             return None
         if repeats:
@@ -131,12 +157,16 @@ class LoopGuard(BasePolicy):
         self._succeeded[key] = report.index
         return None
 
-    def _cycles(self) -> bool:
-        """Whether the last planner tool steps repeat a cycle of 2..max_cycle fully successful batches."""
+    def _cycles(self, *, failing: bool = False) -> bool:
+        """Whether the last planner tool steps repeat a cycle of 2..max_cycle batches with the same outcomes.
+
+        ``failing``: a cycle in which some call failed each time round (otherwise: only fully
+        successful batches count, as a read loop).
+        """
         for period in range(2, self.max_cycle + 1):
             tail = self._trail[-2 * period:]
-            if len(tail) == 2 * period and all(ok for _, ok in tail) and tail[:period] == tail[period:]:
-                if len({k for k, _ in tail}) > 1:
+            if len(tail) == 2 * period and tail[:period] == tail[period:] and len({k for k, _ in tail}) > 1:
+                if all(ok for _, ok in tail) if not failing else not all(ok for _, ok in tail):
                     return True
         return False
 
