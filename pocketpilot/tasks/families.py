@@ -529,7 +529,7 @@ class Drafter:
                 return None
             o = rng.choice(others)
             other_action = self.clause(o.tool, o.args, o.before, rng)
-            criteria_extra.append({"kind": "no_call", "tool": o.tool, "args": o.args})
+            criteria_extra.append({"kind": "no_call", "tool": o.tool, "args": self._forbidden(o.tool, o.args, w.args)})
             mine = self._seed(self.fmt(phrasing[:1], rng, occasion=occasion, action=action), 2)
             if variant == "distractor":
                 other_occasion = rng.choice([x for x in self.pools.occasions if x != occasion])
@@ -546,6 +546,21 @@ class Drafter:
                   {"finish": f"Done, as you like it for {occasion}: {action}."}]
         goal = self.fmt(t.goal, rng, occasion=occasion, app=self.world.app_of(w.tool))
         return Draft(goal, oracle, [*crit, *criteria_extra, _unchanged(allow)], self._exposed(w.tool), memory=memory)
+
+    def _forbidden(self, tool: str, other: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+        """The arguments that identify a call a task forbids: the record's declared name (or id) alone.
+
+        With every argument of the forbidden call, doing the forbidden thing with one argument
+        changed passed: on dev traces the bare planner created a distractor memory's event
+        without its location and met ``no call create_event(title=…, location=…)``. The one
+        identifying argument is kept only where the wanted call's value differs from it, so the
+        criterion never forbids the task's own call; a tool that declares neither keeps all.
+        """
+        spec = self.specs[tool]
+        for key in (spec.name_arg, spec.id_arg):
+            if key and key in other and not (key in mine and (matches(mine[key], other[key]) or matches(other[key], mine[key]))):
+                return {key: other[key]}
+        return dict(other)
 
     async def memory_reconcile(self, t: Template, rng: random.Random) -> Draft | None:
         d = self._probe(t, "done", rng)
@@ -574,7 +589,9 @@ class Drafter:
         oracle = [{"memory_search": occasion}, *([_call(look)] if look else []),
                   *self._with_observe([w.tool], [_call(w.tool, w.args)]),
                   {"finish": f"The first part was already done; now {action}."}]
-        criteria = [*kept, {"kind": "no_call", "tool": d.tool, "args": d.args}, *crit, _unchanged(allow)]
+        mine = w.args if w.tool == d.tool else {}
+        criteria = [*kept, {"kind": "no_call", "tool": d.tool, "args": self._forbidden(d.tool, d.args, mine)}, *crit,
+                    _unchanged(allow)]
         apps = " and ".join(dict.fromkeys([self.world.app_of(d.tool), self.world.app_of(w.tool)]))
         return Draft(self.fmt(t.goal, rng, occasion=occasion, apps=apps), oracle, criteria, self._exposed(d.tool, w.tool),
                      initial_state=patch, memory=memory)

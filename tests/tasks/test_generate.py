@@ -161,3 +161,33 @@ def test_recovery_tasks_find_fixes_that_are_no_ops_in_the_base_world(world) -> N
     assert len(scenarios) >= 2
     fixes = {calls[2] for calls in scenarios}
     assert {"stop_cast", "set_away_mode"} <= fixes
+
+
+def test_a_forbidden_memory_call_is_named_by_its_record_so_a_changed_argument_does_not_slip_past(world) -> None:
+    """A dev trace created a distractor memory's event without its location and met "no call
+    create_event(title=Coffee, date=…, start_time=…, location=…)": the forbidden call keeps only
+    the argument its tool declares as the record's name (or id), and never forbids the task's own call."""
+    from pydantic import TypeAdapter
+
+    from pocketpilot.contracts import Finish
+    from pocketpilot.tasks import check_criterion, matches
+    from pocketpilot.tasks.spec import Criterion
+
+    from _task_episodes import good, make_episode
+
+    gen = generate(world, count=12, seed=3, only=["mem-distractor", "mem-other-owner", "mem-superseded"])
+    specs = {s.name: s for s in world.tools()}
+    narrowed = 0
+    for task in gen.tasks:
+        wanted = [s for s in task["oracle"] if "call" in s]
+        for c in (c for c in task["criteria"] if c["kind"] == "no_call" and c.get("args")):
+            spec = specs[c["tool"]]
+            if set(c["args"]) <= {spec.name_arg, spec.id_arg} - {None}:
+                narrowed += 1
+                # the forbidden record made with another argument changed still fails the criterion
+                episode = make_episode(good(c["tool"], {**c["args"], "location": ""}), Finish(summary="done"))
+                criterion = TypeAdapter(Criterion).validate_python(c)
+                assert not check_criterion(criterion, {}, {}, episode).passed
+            # the oracle's own calls never meet a forbidden pattern
+            assert not any(s["call"] == c["tool"] and matches(s.get("args", {}), c["args"]) for s in wanted)
+    assert narrowed >= 6
