@@ -165,9 +165,9 @@ class LoopGuard(BasePolicy):
         """
         for period in range(2, self.max_cycle + 1):
             tail = self._trail[-2 * period:]
-            if len(tail) == 2 * period and tail[:period] == tail[period:] and len({k for k, _ in tail}) > 1:
-                if all(ok for _, ok in tail) if not failing else not all(ok for _, ok in tail):
-                    return True
+            if (len(tail) == 2 * period and tail[:period] == tail[period:] and len({k for k, _ in tail}) > 1
+                    and all(ok for _, ok in tail) != failing):
+                return True
         return False
 
     def _stuck(self, run: RunView, report: StepReport, said: str, *, succeeded: bool = True) -> Advice:
