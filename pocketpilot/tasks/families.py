@@ -632,7 +632,7 @@ class Drafter:
         if r is None or w is None:
             return None
         leaf = self._leaf(r.data, rng, numbers_only=True)
-        texts = free_text_params(self.specs[w.tool])
+        texts = free_text_params(self.specs[w.tool], room=t.select["action"].text_room if "action" in t.select else None)
         if leaf is None or not texts:
             return None
         key, v = leaf
@@ -646,6 +646,8 @@ class Drafter:
         before, after, _ = ran
         crit, allow = self._grounded(before, after)
         read = self.clause(r.tool, r.args, before, rng)
+        if str(v).lower() in read.lower():
+            return None  # the request would hold what the helper is to find out
         action = self.clause(w.tool, args, before, rng, omit=[ft]) + f", with the {_label(key)} as the {_label(ft)}"
         delegate = {"instruction": _cap(read) + ".", "tools": [r.tool],
                     "steps": [_call(r.tool, r.args), {"finish": f"{_label(key)}: {v}"}]}
@@ -663,7 +665,7 @@ class Drafter:
         w = self._probe(t, "then", rng, exclude=[c.tool])  # one tool twice would make the order unjudgeable
         if w is None:
             return None
-        texts = free_text_params(self.specs[w.tool])
+        texts = free_text_params(self.specs[w.tool], room=t.select["then"].text_room if "then" in t.select else None)
         if not texts:
             return None
         record_id = c.data["id"]

@@ -88,6 +88,10 @@ class Selector(_T):
     """True: the tool has required parameters; False: it takes none."""
     free_text: bool | None = None
     """True: a string parameter that is neither the id nor the name argument, nor patterned."""
+    text_room: int | None = Field(default=None, ge=1)
+    """A free-text parameter declared to hold at least this many characters (``maxLength``): room
+    for a message, not a recipient, a place or a card number. A parameter that declares no bound
+    does not qualify: nothing says what it holds."""
 
     def accepts(self, spec: ToolSpec) -> bool:
         """Whether ``spec`` fits every test of this selector."""
@@ -103,6 +107,7 @@ class Selector(_T):
             not self.param_types or any(param_type(p) in self.param_types for p in props.values()),
             self.required_params is None or bool(required) == self.required_params,
             self.free_text is None or bool(free_text_params(spec)) == self.free_text,
+            self.text_room is None or bool(free_text_params(spec, room=self.text_room)),
         ]
         return all(checks)
 
@@ -119,13 +124,24 @@ def param_type(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def free_text_params(spec: ToolSpec) -> list[str]:
-    """String parameters that carry free text (not the declared id or name argument, no pattern, no enum)."""
+def free_text_params(spec: ToolSpec, *, room: int | None = None) -> list[str]:
+    """String parameters that carry free text (not the declared id or name argument, no pattern, no enum).
+
+    ``room``: only those whose declared ``maxLength`` is at least this (see ``Selector.text_room``).
+    """
     props: dict[str, Any] = spec.parameters.get("properties") or {}
     return [
         name for name, schema in props.items()
         if param_type(schema) == "string" and "pattern" not in schema and name not in (spec.id_arg, spec.name_arg)
+        and (room is None or _max_length(schema) >= room)
     ]
+
+
+def _max_length(schema: dict[str, Any]) -> int:
+    """A string parameter's declared ``maxLength`` (0 where it declares none), through ``anyOf``."""
+    if "maxLength" in schema:
+        return int(schema["maxLength"])
+    return max((_max_length(o) for o in schema.get("anyOf", []) if isinstance(o, dict)), default=0)
 
 
 class Template(_T):

@@ -191,3 +191,43 @@ def test_a_forbidden_memory_call_is_named_by_its_record_so_a_changed_argument_do
             # the oracle's own calls never meet a forbidden pattern
             assert not any(s["call"] == c["tool"] and matches(s.get("args", {}), c["args"]) for s in wanted)
     assert narrowed >= 6
+
+
+def test_a_hand_off_carries_its_value_in_a_declared_message_field_and_never_states_it(world) -> None:
+    """Generated hand-offs once read "send an SMS …, with the total as the to" (an SMS to 89.0) and
+    "…the order with name "Running Shoes" and total 89.0; once it reports the total": the value
+    the helper brings back goes only into a free-text parameter declared long enough for a message
+    (``text_room``), and the request never already holds it."""
+    from pocketpilot.tasks.template import free_text_params
+
+    templates = {t.id: t for t in load_templates().templates}
+    gen = generate(world, count=30, seed=5, only=["handoff-read", "handoff-id"])
+    specs = {s.name: s for s in world.tools()}
+    assert len(gen.tasks) >= 20
+    for task in gen.tasks:
+        template = templates[task["id"].removeprefix("gen-").rsplit("-", 1)[0]]
+        room = next(s.text_room for s in template.select.values() if s.text_room)
+        helpers = [s["delegate"] for s in task["oracle"] if "delegate" in s]
+        if template.family == "handoff_read":
+            carried = helpers[0]["steps"][-1]["finish"].split(": ", 1)[1]
+            assert carried not in task["goal"], task["goal"]
+            steps = task["oracle"]
+        else:
+            carried = f"id {helpers[-1]['artifacts']['id']}"
+            steps = helpers[-1]["steps"]
+        call = [s for s in steps if "call" in s][-1]
+        into = [k for k, v in call.get("args", {}).items() if str(v) == carried]
+        assert into and set(into) <= set(free_text_params(specs[call["call"]], room=room)), (task["id"], call)
+
+
+def test_text_room_needs_a_declared_bound() -> None:
+    from pocketpilot.contracts import ToolSpec
+    from pocketpilot.tasks.template import free_text_params
+
+    spec = ToolSpec(name="t01", effect="send", parameters={"type": "object", "properties": {
+        "to": {"type": "string", "maxLength": 80}, "body": {"type": "string", "maxLength": 480},
+        "tag": {"type": "string"}, "extra": {"anyOf": [{"type": "string", "maxLength": 500}, {"type": "null"}]}}})
+    assert free_text_params(spec) == ["to", "body", "tag", "extra"]
+    assert free_text_params(spec, room=140) == ["body", "extra"]
+    assert Selector(text_room=140).accepts(spec)
+    assert not Selector(text_room=1000).accepts(spec)

@@ -71,7 +71,7 @@ class HomeApp:
         return {"id": item.id}
 
     @tool(effect="send", destructive=True, open_world=True)
-    async def notify(self, text: str = Field(min_length=1)) -> dict[str, Any]:
+    async def notify(self, text: str = Field(min_length=1, max_length=500)) -> dict[str, Any]:
         """Send a notification to the household.
 
         Args:
