@@ -143,6 +143,10 @@ class Drafter:
         probes = [p for p in self.cat.probes(tool) if p.writes or not writes]
         return rng.choice(probes) if probes else None
 
+    def _texts(self, template: Template, role: str, tool: str) -> list[str]:
+        """The free-text parameters of ``tool`` with the room ``role``'s selector asks for."""
+        return free_text_params(self.specs[tool], room=template.select.get(role, Selector()).text_room)
+
     def _observe(self, tool: str) -> str | None:
         """A read of the same app that takes no arguments (how an agent finds a record's id)."""
         app = self.world.app_of(tool)
@@ -632,7 +636,7 @@ class Drafter:
         if r is None or w is None:
             return None
         leaf = self._leaf(r.data, rng, numbers_only=True)
-        texts = free_text_params(self.specs[w.tool], room=t.select["action"].text_room if "action" in t.select else None)
+        texts = self._texts(t, "action", w.tool)
         if leaf is None or not texts:
             return None
         key, v = leaf
@@ -665,7 +669,7 @@ class Drafter:
         w = self._probe(t, "then", rng, exclude=[c.tool])  # one tool twice would make the order unjudgeable
         if w is None:
             return None
-        texts = free_text_params(self.specs[w.tool], room=t.select["then"].text_room if "then" in t.select else None)
+        texts = self._texts(t, "then", w.tool)
         if not texts:
             return None
         record_id = c.data["id"]
