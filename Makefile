@@ -8,8 +8,10 @@ HASH   := $(shell sha256sum pyproject.toml Makefile | sha256sum | cut -c1-16)
 BASE   := $(VENV)/.base-$(HASH)
 DEV    := $(VENV)/.dev-$(HASH)
 # llama-cpp-python ships only an sdist: build it portable and without the multimodal module
-# (about 7 min on 2 cores instead of 10-16; text generation is unaffected; FACTS.md).
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
+# (about 7 min on 2 cores instead of 10-16; text generation is unaffected; FACTS.md), and
+# without llamafile's tinyBLAS, whose kernels make a batch of a few tokens compute other
+# logits than one-token passes (pocketpilot/harness/planners/numerics.py).
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=OFF
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
 .PHONY: demo test install install-dev clean-venv
@@ -19,6 +21,10 @@ $(BASE): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -e .
+# pip reuses a wheel it built before whatever CMAKE_ARGS were then: rebuild one with llamafile in
+	$(PY) -c "import llama_cpp, sys; sys.exit(b'LLAMAFILE = 1' in llama_cpp.llama_print_system_info())" || \
+	  $(PY) -m pip install -q --no-cache-dir --force-reinstall --no-deps \
+	    "llama-cpp-python==$$($(PY) -c 'import llama_cpp; print(llama_cpp.__version__)')"
 	rm -f $(VENV)/.base-*
 	touch $@
 

@@ -409,6 +409,10 @@ class EvalSettings(_Contract):
     """Only the stable prefix is reused from the KV cache; the rest of every prompt is
     evaluated in batches aligned to multiples of ``n_batch`` (its last token alone), so the
     evaluation order depends on the prompt alone, not on what happened to be cached."""
+    repack: bool = False
+    """The weights were interleaved at load for llama.cpp's repacked K-quant kernels."""
+    batch_invariant: bool = False
+    """Small batches (fast-forward's) take the one-token kernels: their logits are bit-identical."""
 
 
 class PlannerInfo(_Contract):

@@ -62,10 +62,11 @@ def planner_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--constraint", type=click.Choice(("auto", "llguidance", "gbnf")), default="auto",
                      show_default=True, expose_value=False, callback=_keep,
                      help="Grammar engine of the in-process model (auto: llguidance when installed)."),
-        click.option("--fast-forward/--no-fast-forward", "fast_forward", default=False, show_default=True,
+        click.option("--fast-forward/--no-fast-forward", "fast_forward", default=None,
                      expose_value=False, callback=_keep,
-                     help="Evaluate grammar-forced tokens as one batch (llguidance only; faster, but greedy "
-                          "output can differ from one-by-one decoding at near ties)."),
+                     help="Evaluate grammar-forced tokens as one batch (llguidance only). Default: on where "
+                          "llama.cpp's small batches match one-token passes (greedy output unchanged), "
+                          "off elsewhere (output can differ at near ties)."),
         click.option("--reproducible", is_flag=True, default=False, expose_value=False, callback=_keep,
                      help="Reuse only the stable prefix from the KV cache, so greedy output depends on the "
                           "prompt alone (slower steps on long histories)."),
@@ -131,7 +132,7 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
         n_threads=settings.get("threads"),
         n_ctx=settings.get("n_ctx") or 8192,
         constraint=None if constraint == "auto" else constraint,
-        fast_forward=bool(settings.get("fast_forward", False)),
+        fast_forward=settings.get("fast_forward"),
         reproducible=bool(settings.get("reproducible")),
         sha256=entry.sha256 if entry else None,
         quant_type=entry.quant_type if entry else None,

@@ -27,7 +27,8 @@ from ..harness import (
 from ..harness.observer import RunObserver
 from ..model_store import pocketpilot_home
 from ..task_session import device_clock, load_harness_kit, run_task_session
-from ..tasks import TaskSpec, load_suite, load_task
+from ..tasks import TaskSpec, load_task
+from ..tasks.loader import bundled_task
 from ._embedder import default_embedder
 from ._mcp import McpServer, mcp_options, mcp_servers, serving
 from ._planner import build_planner, context_budget, planner_options
@@ -110,15 +111,20 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
         if guidance:
             raise UsageError("--guidance-file applies to a REQUEST run; a task brings its own guidance")
         config = HarnessConfig(max_steps=max_steps or task.max_steps, budget=budget)
-        embedder = default_embedder()  # the task's memory store searches hybrid (built once, first run)
         chosen = task
 
         async def go() -> None:
+            # the model loads while the memory embedder is built: two threads, mostly in C
+            loading = asyncio.ensure_future(planner.load())
             try:
+                # the task's memory store searches hybrid (the embedder is built once, first run)
+                embedder = await asyncio.to_thread(default_embedder)
+                await loading
                 episode, trace = await run_task_session(chosen, planner, trace_dir=trace_dir, config=config,
                                                         kit=kit, on_step=_show, embedder=embedder,
                                                         confirm=_confirmation(yes), observer=observer)
             finally:
+                await asyncio.wait({loading})  # never close a model that is still loading
                 await planner.aclose()
             _report(episode, trace)
 
@@ -169,10 +175,10 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
 
 
 def _suite_task(task_id: str) -> TaskSpec:
-    for task in load_suite():
-        if task.id == task_id:
-            return task
-    raise UsageError(f"no bundled task {task_id!r}")
+    task = bundled_task(task_id)
+    if task is None:
+        raise UsageError(f"no bundled task {task_id!r}")
+    return task
 
 
 def _load(task_file: str | None, task_id: str | None, device: str | None,

@@ -323,6 +323,21 @@ def _bundled() -> tuple[TaskSpec, ...]:
         return tuple(load_task(f) for f in files)
 
 
+def bundled_task(task_id: str) -> TaskSpec | None:
+    """One bundled task by id, read from its own file where the file is named after it.
+
+    A single run needs one task, not the suite parsed and checked (a noticeable part of a
+    demo's start); a task filed under another name is found in the whole suite.
+    """
+    root = resources.files("pocketpilot.tasks") / "data"
+    with resources.as_file(root) as base:
+        for suffix in (".yaml", ".json"):
+            path = Path(base) / f"{task_id}{suffix}"
+            if path.parent == Path(base) and path.is_file() and (task := load_task(path)).id == task_id:
+                return task
+    return next((t for t in _bundled() if t.id == task_id), None)
+
+
 def load_suite(split: Split | None = None, directory: str | Path | None = None) -> list[TaskSpec]:
     """Load every task of the bundled suite (or of ``directory``), optionally one split only.
 

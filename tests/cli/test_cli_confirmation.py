@@ -46,6 +46,9 @@ def test_the_demo_asks_instead_of_allowing_all(monkeypatch: pytest.MonkeyPatch) 
     class Planner:
         info = type("Info", (), {"backend": "fake", "model": "fake"})()
 
+        async def load(self) -> None:  # the demo loads the model while the embedder is built
+            return None
+
         async def aclose(self) -> None:
             return None
 

@@ -105,13 +105,14 @@ class FakeModel:
 
 
 def run(path: list[str], *, fast: bool, max_tokens: int = 32, splits: ff.SplitMemo | None = None,
-        ) -> tuple[ff.DecodeResult, FakeModel]:
+        max_batch: int | None = None) -> tuple[ff.DecodeResult, FakeModel]:
     model, matcher = FakeModel(path), FakeMatcher(LANGUAGE)
     out = ff.decode(
         token_bytes=lambda t: VOCAB[t].encode(), splits=splits,
         first=TID["x"], evaluate=model.evaluate, truncate=model.truncate, matcher=matcher,
         fill_mask=lambda: np.array([matcher.validate_tokens([t]) == 1 for t in range(len(VOCAB))]),
         is_eog=lambda t: t == EOS, sampler=SamplerSettings(max_tokens=max_tokens), fast_forward=fast,
+        max_batch=max_batch,
     )
     return out, model
 
@@ -151,6 +152,25 @@ def test_the_models_own_split_is_drafted_the_next_time_and_accepted() -> None:
     assert again.ids == first.ids == bare.ids
     assert again.forced_rejected == 0 and again.forced_tokens >= 4
     assert model.passes < bare_model.passes
+
+
+def test_max_batch_bounds_every_pass_and_the_output_is_unchanged() -> None:
+    path = ['{"', "kind", '":"', "go", '"}']
+    bare, _ = run(path, fast=False)
+    wide, wide_model = run(path, fast=True)
+    sizes: list[int] = []
+    model, matcher = FakeModel(path), FakeMatcher(LANGUAGE)
+
+    def evaluate(batch: list[int], all_rows: bool) -> list[np.ndarray]:
+        sizes.append(len(batch))
+        return model.evaluate(batch, all_rows)
+
+    narrow = ff.decode(first=TID["x"], evaluate=evaluate, truncate=model.truncate, matcher=matcher,
+                       fill_mask=lambda: np.ones(len(VOCAB), bool), is_eog=lambda t: t == EOS,
+                       sampler=SamplerSettings(max_tokens=32), max_batch=2)
+    assert max(sizes) == 2  # a forced stretch of three tokens went in two passes, never one of four
+    assert narrow.ids == wide.ids == bare.ids and narrow.forced_tokens > 0
+    assert model.passes > wide_model.passes
 
 
 def test_max_tokens_cuts_a_forced_batch() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from pocketpilot.contracts import SamplerSettings
@@ -13,7 +14,7 @@ from pocketpilot.harness import HarnessConfig, Session
 from pocketpilot.harness.action_schema import parse_action
 from pocketpilot.harness.base import PlanRequest
 from pocketpilot.harness.context import ContextBudget
-from pocketpilot.harness.planners import LlamaCppPlanner, ScriptedPlanner
+from pocketpilot.harness.planners import LlamaCppPlanner, ScriptedPlanner, numerics
 from pocketpilot.harness.planners.llama_cpp import llguidance_available
 from pocketpilot.tasks import load_suite
 from pocketpilot.tasks.oracle import oracle_actions
@@ -64,12 +65,54 @@ async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner):
         # fast-forward: forced tokens in batches, every one checked against greedy's own pick,
         # so each pass still yields greedy's token and the batch saves a pass per forced token
         assert fast.raw == bare.raw
+        if planner.eval_settings.batch_invariant:  # the Makefile's build: nothing may differ
+            assert fast.token_ids == bare.token_ids
         if fast.token_ids == bare.token_ids:
             assert fast.decode_passes == bare.decode_passes - fast.forced_tokens
         assert fast.decode_passes <= bare.decode_passes
         saved += bare.decode_passes - fast.decode_passes
         forced += fast.forced_tokens
     assert forced > 0 and saved > 0
+
+
+def _rows(llm, tokens: list[int], start: int, width: int) -> list[np.ndarray]:
+    """Logits at every position of ``tokens[start:]``, evaluated ``width`` tokens a pass."""
+    import llama_cpp
+
+    llm._ctx.kv_cache_seq_rm(-1, start, -1)
+    rows = []
+    for i in range(start, len(tokens), width):
+        chunk = tokens[i : i + width]
+        llm._batch.set_batch(batch=chunk, n_past=i, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        for j in range(len(chunk)):
+            ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, j)
+            rows.append(np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).copy())
+    return rows
+
+
+async def test_small_batches_compute_bit_for_bit_what_one_token_passes_compute(test_gguf):
+    """What fast-forward's default rests on, checked against the installed llama.cpp build:
+    an upgrade whose kernels break it fails here, not in a user's trace."""
+    planner = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=8), n_ctx=1024, n_threads=2,
+                              prefix_cache=False)
+    settings = planner.eval_settings
+    assert settings.batch_invariant and not settings.repack, numerics.system_info()
+    assert planner.fast_forward == (planner.constraint == "llguidance")  # on by default where it is exact
+    await planner.load()
+    try:
+        llm = planner._llm
+        prompt = llm.tokenize(b"<|im_start|>user\nTurn on wifi.<|im_end|>\n<|im_start|>assistant\n", special=True)
+        action = llm.tokenize(b'{"kind":"tool_call","calls":[{"name":"set_wifi","arguments":{"enabled":true}}]}',
+                              add_bos=False, special=False)
+        tokens = prompt + action
+        _rows(llm, tokens, 0, len(prompt))
+        one = _rows(llm, tokens, len(prompt), 1)
+        for width in (2, numerics.INVARIANT_BATCH):
+            batched = _rows(llm, tokens, len(prompt), width)
+            assert all(np.array_equal(a, b) for a, b in zip(one, batched, strict=True)), width
+    finally:
+        await planner.aclose()
 
 
 async def test_reproducible_mode_evaluates_in_the_same_order_whatever_was_cached(test_gguf):

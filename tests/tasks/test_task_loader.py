@@ -158,3 +158,13 @@ def test_prepare_from_a_path_and_an_invalid_spec(tmp_path: Path) -> None:
     bad = TaskSpec.model_validate(with_(tools=["nothing"]))
     with pytest.raises(TaskSpecError, match="unknown tool 'nothing'"):
         prepare(bad)
+
+
+def test_a_bundled_task_by_id_is_the_suites_task_and_an_unknown_id_is_none() -> None:
+    from pocketpilot.tasks.loader import bundled_task
+
+    suite = {t.id: t for t in load_suite()}
+    for task_id in ("ordering-parking-note-then-off", sorted(suite)[0], sorted(suite)[-1]):
+        assert bundled_task(task_id) == suite[task_id]
+    assert bundled_task("no-such-task") is None
+    assert bundled_task("../tasks/data/ordering-parking-note-then-off") is None  # an id, never a path

@@ -184,6 +184,7 @@ def decode(
     is_eog: Callable[[int], bool],
     sampler: SamplerSettings,
     fast_forward: bool = True,
+    max_batch: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     token_bytes: Callable[[int], bytes] | None = None,
     splits: SplitMemo | None = None,
@@ -196,6 +197,9 @@ def decode(
         truncate: drops the last ``n`` evaluated tokens from the KV cache.
         fill_mask: the allowed tokens (bool per token) in the matcher's state (sampling only).
         fast_forward: evaluate forced tokens as one batch; off, every token is a pass.
+        max_batch: the most tokens one pass evaluates (the chosen token and those forced
+            after it); a longer forced stretch takes several passes. Where batches up to
+            that size compute what one-token passes compute, output stays bit-identical.
         token_bytes, splits: with both, forced bytes are proposed the way the model split
             them before (see :class:`SplitMemo`), and what it does now is remembered.
     """
@@ -219,6 +223,8 @@ def decode(
 
     def forced_from_here() -> list[int]:
         room = sampler.max_tokens - len(out.ids)
+        if max_batch is not None:
+            room = min(room, max_batch - 1)
         if not fast_forward or room <= 0:
             return []
         forced: list[int] = []

@@ -20,8 +20,9 @@ Design notes (FACTS.md has the measurements):
   ``reproducible=True`` only the stable prefix is reused from the cache: the evaluation order
   then depends on the prompt alone, and greedy output is reproducible from a trace.
 - The constraint engine is llguidance when it is installed (``constraint="llguidance"``):
-  tokens the grammar forces are evaluated as one batch (``fast_forward``), verified against
-  greedy choice (see :mod:`.fast_forward`). ``constraint="gbnf"`` is llama.cpp's own grammar
+  tokens the grammar forces are evaluated in batches (``fast_forward``), verified against
+  greedy choice (see :mod:`.fast_forward`), no wider than the batches that compute what a
+  one-token pass computes (see :mod:`.numerics`). ``constraint="gbnf"`` is llama.cpp's own grammar
   sampler, one token per pass. Both decode compact JSON (no optional whitespace), so the two
   accept the same language.
 """
@@ -47,6 +48,7 @@ from ...model_store import ModelStore, check_gguf_header, file_sha256
 from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
 from . import fast_forward as ff
+from . import numerics
 from .kv_snapshots import KvSnapshots, common_prefix as _common
 from .prefix_cache import PrefixCache, PrefixKey
 
@@ -149,19 +151,23 @@ class LlamaCppPlanner:
         model_store: ModelStore | None = None,
         n_ubatch: int | None = None,
         constraint: Literal["gbnf", "llguidance"] | None = None,
-        fast_forward: bool = False,
+        fast_forward: bool | None = None,
         reproducible: bool = False,
+        repack: bool = False,
     ) -> None:
         """``prefix_cache``: True for the default cache under ``$POCKETPILOT_HOME``, a
         :class:`PrefixCache`, or False/None to keep prefix states in memory only.
 
         ``constraint``: None picks llguidance when installed, else llama.cpp's GBNF sampler.
-        ``fast_forward`` (llguidance only) evaluates grammar-forced tokens as one batch. Off by
-        default: a batched pass's logits differ from single-token passes in the last bits
-        (llama.cpp's CPU kernels are not batch-invariant), which flips greedy choices at near
-        ties, so its output is not always token-identical to one-by-one decoding.
+        ``fast_forward`` (llguidance only) evaluates grammar-forced tokens as one batch. None
+        (the default) turns it on where batches of forced tokens compute what one-token passes
+        compute (see :mod:`.numerics`), so greedy output is token for token one-by-one
+        decoding's; elsewhere a batch's logits differ in the last bits, which flips greedy
+        choices at near ties, and True still turns it on.
         ``reproducible`` reuses only the stable prefix from the KV cache, so every prompt is
-        evaluated in the same order whatever ran before (slower steps on long histories)."""
+        evaluated in the same order whatever ran before (slower steps on long histories).
+        ``repack`` interleaves the weights at load for llama.cpp's faster K-quant kernels:
+        a slower load, faster decoding, and batches no longer match one-token passes."""
         if constraint is None:
             constraint = "llguidance" if llguidance_available() else "gbnf"
         if constraint not in ("gbnf", "llguidance"):
@@ -169,6 +175,9 @@ class LlamaCppPlanner:
         if constraint == "llguidance" and not llguidance_available():
             raise UsageError("constraint='llguidance' needs the llguidance package (pip install 'pocketpilot[fast]')")
         self.constraint: Literal["gbnf", "llguidance"] = constraint
+        self.repack = repack
+        if fast_forward is None:
+            fast_forward = numerics.batch_invariant(repack=repack)
         self.fast_forward = fast_forward and constraint == "llguidance"
         self.reproducible = reproducible
         path = Path(model_path).expanduser()
@@ -241,6 +250,8 @@ class LlamaCppPlanner:
             constraint=self.constraint,
             fast_forward=self.fast_forward,
             reproducible=self.reproducible,
+            repack=self.repack,
+            batch_invariant=numerics.batch_invariant(repack=self.repack),
         )
 
     def count_tokens(self, text: str) -> int:
@@ -259,7 +270,7 @@ class LlamaCppPlanner:
 
     def _load_sync(self) -> None:
         t0 = time.monotonic()
-        llm, formatter = self._open_sync(self.model_path, self._kwargs)
+        llm, formatter = self._open_sync(self.model_path, self._kwargs, repack=self.repack)
         self._formatter = formatter
         if self._quant is None:
             self._quant = quant_type_name(llm.metadata)
@@ -269,13 +280,14 @@ class LlamaCppPlanner:
         logger.info("loaded %s (%s) in %.1fs", self.model_path.name, self._quant, time.monotonic() - t0)
 
     @staticmethod
-    def _open_sync(model_path: Path, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def _open_sync(model_path: Path, kwargs: dict[str, Any], *, repack: bool) -> tuple[Any, Any]:
         """A loaded ``Llama`` and its chat formatter, or a typed error (shared by load and swap)."""
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         try:
-            llm = Llama(model_path=os.fspath(model_path), **kwargs)
+            with numerics.weights_in_place(not repack):
+                llm = Llama(model_path=os.fspath(model_path), **kwargs)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelIntegrityError(str(model_path), f"llama.cpp could not load it: {exc}") from exc
         trained = llm._model.n_ctx_train()
@@ -316,7 +328,7 @@ class LlamaCppPlanner:
         if lora_path is not None:
             kwargs["lora_path"] = os.fspath(lora_path)
         async with self._load_lock:  # one load or swap at a time
-            fut = asyncio.ensure_future(asyncio.to_thread(self._open_sync, new_path, kwargs))
+            fut = asyncio.ensure_future(asyncio.to_thread(self._open_sync, new_path, kwargs, repack=self.repack))
             try:
                 llm, formatter = await asyncio.shield(fut)
             except asyncio.CancelledError:
@@ -481,9 +493,7 @@ class LlamaCppPlanner:
         t0 = time.monotonic()
         key = None
         if self.prefix_cache is not None and self._sha256:
-            import llama_cpp
-
-            key = PrefixKey.of(self._sha256, llm.n_ctx(), llm.n_batch, llama_cpp.__version__, prefix)
+            key = PrefixKey.of(self._sha256, llm.n_ctx(), llm.n_batch, numerics.build_id(repack=self.repack), prefix)
             payload = self.prefix_cache.load(key)
             if payload is not None and _restore(llm, payload, prefix):
                 return n, "restored", time.monotonic() - t0, []
@@ -683,6 +693,7 @@ class LlamaCppPlanner:
             is_eog=lambda t: _is_eog(llm, t),
             sampler=self.sampler,
             fast_forward=self.fast_forward,
+            max_batch=numerics.INVARIANT_BATCH if numerics.batch_invariant(repack=self.repack) else None,
             should_stop=stop.is_set,
             token_bytes=lambda t: bytes(tokenizer.decode_bytes([t])),
             splits=self._splits,
