@@ -162,3 +162,27 @@ async def test_a_6k_token_policy_fits_at_n_ctx_16384(test_gguf):
     assert step.planner is not None and step.planner.prompt_tokens > 6000
     assert step.action is not None, step.error  # a valid action, not a budget or context error
     assert planner.info.eval.n_ctx == 16384
+
+
+async def test_the_vocabulary_is_read_while_the_caller_gets_ready_and_close_waits_for_it(test_gguf):
+    """llguidance's tokenizer starts with the load, not with the first step; closing the model
+    while that thread still reads its vocabulary would free memory under it."""
+    p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=48), n_ctx=2048, constraint="llguidance",
+                        prefix_cache=False)
+    await p.load()
+    building = p._llg_building
+    assert building is not None  # started by the load
+    await p.aclose()  # right away: must wait for the read, not crash under it
+    assert building.done() and building.exception() is None and p._llm is None
+
+    q = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=48), n_ctx=2048, constraint="llguidance",
+                        prefix_cache=False)
+    try:
+        await q.load()
+        building = q._llg_building
+        request = (await recorded_prompts())[0]
+        turn = (await q.plan(request)).turn
+        parse_action(turn.raw, request.tools, request.kinds)
+        assert q._llg_tokenizer is building.result() and q._llg_building is None  # the step used that build
+    finally:
+        await q.aclose()

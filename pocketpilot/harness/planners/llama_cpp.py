@@ -30,6 +30,7 @@ Design notes (FACTS.md has the measurements):
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ctypes
 import json
 import logging
@@ -37,6 +38,7 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -207,6 +209,9 @@ class LlamaCppPlanner:
         self._grammars: dict[str, Any] = {}
         self._llg_grammars: dict[str, str] = {}
         self._llg_tokenizer: Any = None
+        self._llg_building: concurrent.futures.Future[Any] | None = None
+        """The tokenizer being built in its own thread (started when the model loads, awaited
+        where decoding starts)."""
         self._splits = ff.SplitMemo()
         """How this model split grammar-forced bytes before: the next fast-forward draft."""
         self._load_lock = asyncio.Lock()
@@ -263,10 +268,16 @@ class LlamaCppPlanner:
     # ------------------------------------------------------------------ loading
 
     async def load(self) -> None:
-        """Load the model off the event loop (idempotent); plan() calls it on first use."""
+        """Load the model off the event loop (idempotent); plan() calls it on first use.
+
+        llguidance's view of the vocabulary (about a second of reading it token by token)
+        starts building in its own thread as soon as the model is there, so it overlaps what
+        a caller does before the first step, and that step's prompt evaluation."""
         async with self._load_lock:
             if self._llm is None:
                 await asyncio.shield(asyncio.to_thread(self._load_sync))
+                if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
+                    self._llg_building = _in_thread(_llg_tokenizer, self._llm)
 
     def _load_sync(self) -> None:
         t0 = time.monotonic()
@@ -337,6 +348,7 @@ class LlamaCppPlanner:
                     await asyncio.to_thread(fut.result()[0].close)
                 raise
             async with self._gen_lock:
+                await self._tokenizer_built()  # it reads the old model's vocabulary in place
                 old = self._llm
                 self._llm, self._formatter, self._kwargs = llm, formatter, kwargs
                 self.model_path = new_path
@@ -404,7 +416,8 @@ class LlamaCppPlanner:
             grammar = llguidance.LLMatcher.grammar_from_json_schema(
                 ff.compact_schema(schema), defaults={"whitespace_flexible": False}
             )
-            error = llguidance.LLMatcher.validate_grammar(grammar, self._llg_tokenizer)
+            # checked early once the tokenizer is there; before that, starting the matcher checks it
+            error = self._llg_tokenizer and llguidance.LLMatcher.validate_grammar(grammar, self._llg_tokenizer)
             if error:
                 raise PlannerBackendError(f"llguidance rejected the action grammar generated for this step's tools: {error}")
             if len(self._llg_grammars) > 32:
@@ -418,17 +431,8 @@ class LlamaCppPlanner:
         await self.load()
         schema = action_json_schema(request.tools, request.kinds, request.skills)
         self.last_schema = schema
-        if self.constraint == "llguidance" and self._llg_tokenizer is None:
-            async with self._gen_lock:  # reads the vocabulary of the model in place (about a second)
-                if self._llg_tokenizer is None:
-                    built = asyncio.ensure_future(asyncio.to_thread(_llg_tokenizer, self._llm))
-                    try:
-                        self._llg_tokenizer = await asyncio.shield(built)
-                    except asyncio.CancelledError:
-                        # the thread reads the model's vocabulary in place: keep the lock (and the
-                        # model) until it is done, or aclose frees the model under it (a segfault)
-                        await asyncio.wait({built})
-                        raise
+        if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
+            self._llg_building = _in_thread(_llg_tokenizer, self._llm)  # after a swap: the new vocabulary
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
@@ -652,7 +656,7 @@ class LlamaCppPlanner:
         import llguidance
         from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
-        tokenizer = self._llg_tokenizer
+        tokenizer = self._tokenizer_sync()
         matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
         if matcher.is_error():
             raise PlannerBackendError(f"llguidance could not start the action grammar: {matcher.get_error()}")
@@ -699,9 +703,29 @@ class LlamaCppPlanner:
             splits=self._splits,
         )
 
+    def _tokenizer_sync(self) -> Any:
+        """llguidance's tokenizer, waiting here (after the prompt is evaluated) for its build.
+
+        The build reads the vocabulary token by token; waiting for it only where decoding
+        starts lets the first step's prompt evaluation run meanwhile."""
+        if self._llg_tokenizer is None:
+            building = self._llg_building
+            try:
+                self._llg_tokenizer = building.result() if building is not None else _llg_tokenizer(self._llm)
+            finally:
+                self._llg_building = None
+        return self._llg_tokenizer
+
+    async def _tokenizer_built(self) -> None:
+        """Wait for a vocabulary read still in flight (freeing the model under it crashes)."""
+        building, self._llg_building = self._llg_building, None
+        if building is not None:
+            await asyncio.wait({asyncio.wrap_future(building)})
+
     async def aclose(self) -> None:
-        """Free the model (waits for any generation in flight)."""
+        """Free the model (waits for any generation or vocabulary read in flight)."""
         async with self._gen_lock:
+            await self._tokenizer_built()
             llm, self._llm = self._llm, None
             self._snapshots.close()
             if llm is not None:
@@ -733,6 +757,20 @@ def _compact(grammar: Any) -> Any:
 
     text = grammar._grammar.replace('space ::= " "?', 'space ::= ""')
     return LlamaGrammar.from_string(text, verbose=False)
+
+
+def _in_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+    """``fn(*args)`` in a thread of its own, awaitable from any event loop (or none)."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever awaits it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="pocketpilot-llg-vocab", daemon=True).start()
+    return future
 
 
 def _llg_tokenizer(llm: Any) -> Any:
