@@ -52,7 +52,7 @@ def test_swap_waits_for_generation_and_failed_load_keeps_current(tmp_path: Path,
     planner._llm, planner._formatter = old, object()
     opened: list[str] = []
 
-    def fake_open(path: Path, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def fake_open(path: Path, kwargs: dict[str, Any], **_: Any) -> tuple[Any, Any]:
         if "bad" in path.name:
             raise ModelIntegrityError(str(path), "llama.cpp could not load it")
         opened.append(kwargs.get("lora_path", ""))
