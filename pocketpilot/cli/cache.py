@@ -20,7 +20,11 @@ def info() -> None:
     store = PrefixCache()
     entries = store.entries()
     total = sum(size for _, size in entries)
-    click.echo(f"{store.root}: {len(entries)} prefix state(s), {total / 1e6:.1f} MB of {store.max_bytes / 1e6:.0f} MB")
+    states = sum(1 for path, _ in entries if path.suffix == ".kv")
+    click.echo(
+        f"{store.root}: {states} prefix state(s), {len(entries) - states} vocabulary file(s), "
+        f"{total / 1e6:.1f} MB of {store.max_bytes / 1e6:.0f} MB"
+    )
 
 
 @cache.command("clear")

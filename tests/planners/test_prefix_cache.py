@@ -44,7 +44,7 @@ def test_a_bad_state_file_is_ignored_and_removed(tmp_path: Path, damage: str, ca
         header["key"]["model_sha256"] = "b" * 64
         path.write_bytes(b"PPKV1\n" + json.dumps(header).encode() + b"\n" + payload)
     assert cache.load(KEY) is None
-    assert not path.exists() and "evaluated again" in caplog.text
+    assert not path.exists() and "computed again" in caplog.text
 
 
 def test_every_part_of_the_key_changes_the_file() -> None:
@@ -108,7 +108,7 @@ def test_a_new_process_restores_the_prefix_and_decodes_the_same(test_gguf: Path,
     cache = PrefixCache(tmp_path / "kv")
     first = asyncio.run(run(cache))
     assert [t.prefix for t, _ in first] == ["evaluated", "restored"]  # saved by the first, restored by the second
-    assert len(cache.entries()) == 1
+    assert sorted(p.suffix for p, _ in cache.entries()) == [".kv", ".vocab"]  # one state; llguidance's pieces
     assert first[0][0].prefix_tokens > 100 and first[1][0].prefix_tokens == first[0][0].prefix_tokens
     assert first[1][0].prompt_tokens_evaluated <= first[1][0].prompt_tokens - first[1][0].prefix_tokens + 1
     again = asyncio.run(run(cache, requests[1:]))  # a new planner, a new Llama: what a new process gets
@@ -139,7 +139,8 @@ def test_swapping_the_model_file_misses_the_cache(test_gguf: Path, tmp_path: Pat
 
     turn = asyncio.run(go())
     assert turn.prefix == "evaluated"
-    assert len(cache.entries()) == 2  # its own state beside the other model's, never mixed
+    states = [p for p, _ in cache.entries() if p.suffix == ".kv"]
+    assert len(states) == 2  # its own state beside the other model's, never mixed
 
 
 def test_cache_info_and_clear_on_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,7 +151,7 @@ def test_cache_info_and_clear_on_the_command_line(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("POCKETPILOT_HOME", str(tmp_path))
     PrefixCache().save(KEY, b"x" * 2_000_000)
     shown = CliRunner().invoke(cache, ["info"])
-    assert shown.exit_code == 0 and "1 prefix state(s), 2.0 MB" in shown.output and str(tmp_path) in shown.output
+    assert shown.exit_code == 0 and "1 prefix state(s), 0 vocabulary file(s), 2.0 MB" in shown.output and str(tmp_path) in shown.output
     cleared = CliRunner().invoke(cache, ["clear"])
     assert cleared.exit_code == 0 and "cleared 2.0 MB" in cleared.output
     assert PrefixCache().entries() == []

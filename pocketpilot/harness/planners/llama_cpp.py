@@ -37,7 +37,6 @@ import logging
 import os
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -52,6 +51,7 @@ from ..base import PlannerOutput, PlanRequest
 from . import fast_forward as ff
 from . import numerics
 from .kv_snapshots import KvSnapshots, common_prefix as _common
+from . import vocabulary
 from .prefix_cache import PrefixCache, PrefixKey
 
 __all__ = ["LlamaCppPlanner", "aligned_batches", "cached_sha256", "llguidance_available", "quant_type_name"]
@@ -277,7 +277,7 @@ class LlamaCppPlanner:
             if self._llm is None:
                 await asyncio.shield(asyncio.to_thread(self._load_sync))
                 if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
-                    self._llg_building = _in_thread(_llg_tokenizer, self._llm)
+                    self._llg_building = self._build_tokenizer()
 
     def _load_sync(self) -> None:
         t0 = time.monotonic()
@@ -432,7 +432,7 @@ class LlamaCppPlanner:
         schema = action_json_schema(request.tools, request.kinds, request.skills)
         self.last_schema = schema
         if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
-            self._llg_building = _in_thread(_llg_tokenizer, self._llm)  # after a swap: the new vocabulary
+            self._llg_building = self._build_tokenizer()  # after a swap: the new vocabulary
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
@@ -711,10 +711,15 @@ class LlamaCppPlanner:
         if self._llg_tokenizer is None:
             building = self._llg_building
             try:
-                self._llg_tokenizer = building.result() if building is not None else _llg_tokenizer(self._llm)
+                self._llg_tokenizer = (building or self._build_tokenizer()).result()
             finally:
                 self._llg_building = None
         return self._llg_tokenizer
+
+    def _build_tokenizer(self) -> concurrent.futures.Future[Any]:
+        """llguidance's tokenizer for the loaded model, built in a thread of its own (the
+        vocabulary's pieces come from the prefix cache's directory when it has them)."""
+        return _in_thread(vocabulary.lltokenizer, self._llm, self.prefix_cache, self._sha256)
 
     async def _tokenizer_built(self) -> None:
         """Wait for a vocabulary read still in flight (freeing the model under it crashes)."""
@@ -771,21 +776,6 @@ def _in_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[
 
     threading.Thread(target=run, name="pocketpilot-llg-vocab", daemon=True).start()
     return future
-
-
-def _llg_tokenizer(llm: Any) -> Any:
-    """llguidance's view of the model's vocabulary, every end-of-generation token included.
-
-    llama.cpp's grammar sampler lets any EOG token end a complete action; llguidance knows
-    only the one it is given unless told the whole set."""
-    import llama_cpp
-    from llguidance.llamacpp import lltokenizer_from_vocab
-
-    vocab = llm._model.vocab
-    eog = [t for t in range(llama_cpp.llama_vocab_n_tokens(vocab)) if llama_cpp.llama_vocab_is_eog(vocab, t)]
-    with warnings.catch_warnings():  # it calls a deprecated alias once per token (151k warnings)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return lltokenizer_from_vocab(vocab, n_vocab=llm.n_vocab(), eos_token=eog or None)
 
 
 def _dump(llm: Any) -> bytes:

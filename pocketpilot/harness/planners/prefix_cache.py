@@ -9,6 +9,9 @@ A state is valid only for the exact model file, context geometry, prefix tokens 
 llama.cpp build that made it: all of those are in the key, and each file carries the key and a
 checksum of its payload. A corrupt, truncated or mismatched file is ignored (with a warning)
 and removed: the prefix is evaluated again, never restored wrong.
+
+The same directory keeps the other thing a new process would otherwise recompute from the
+model file, the vocabulary's token pieces (:mod:`.vocabulary`), under the same checks.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ class PrefixCache:
         if not self.root.is_dir():
             return []
         found = []
-        for path in self.root.glob("*.kv"):
+        for path in (*self.root.glob("*.kv"), *self.root.glob("*.vocab")):
             try:
                 st = path.stat()
             except OSError:
@@ -145,6 +148,6 @@ class PrefixCache:
 
     @staticmethod
     def _discard(path: Path, why: str) -> None:
-        logger.warning("ignoring prefix state %s: %s; the prefix is evaluated again", path.name, why)
+        logger.warning("ignoring cached %s: %s; it is computed again", path.name, why)
         path.unlink(missing_ok=True)
         return None
