@@ -6,6 +6,7 @@ backstop for the few raised before any command runs.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
@@ -13,26 +14,50 @@ import click
 
 from ..errors import PocketPilotError
 from ._errors import ErrorMappingGroup, one_line
-from .adapter import adapter
-from .bench import bench
-from .cache import cache
-from .checkpoint import checkpoint
-from .devices import devices, simphone
-from .diagnose import diagnose
-from .export import export, release
-from .memory import memory
-from .models import models
-from .review import review
-from .rollout import rollout
-from .run import demo, run
-from .sandbox import sandbox
-from .tasks import tasks
-from .trace import trace
 
 __all__ = ["cli", "main"]
 
+# Each command is imported when it runs (or when --help lists them): importing every command
+# module made each invocation pay for all of them (the benchmark's and device code's imports
+# before a demo, say).
+COMMANDS: dict[str, str] = {
+    "run": "run:run",
+    "demo": "run:demo",
+    "models": "models:models",
+    "trace": "trace:trace",
+    "bench": "bench:bench",
+    "memory": "memory:memory",
+    "adapter": "adapter:adapter",
+    "export": "export:export",
+    "release": "export:release",
+    "review": "review:review",
+    "diagnose": "diagnose:diagnose",
+    "devices": "devices:devices",
+    "simphone": "devices:simphone",
+    "checkpoint": "checkpoint:checkpoint",
+    "rollout": "rollout:rollout",
+    "cache": "cache:cache",
+    "sandbox": "sandbox:sandbox",
+    "tasks": "tasks:tasks",
+}
 
-@click.group(cls=ErrorMappingGroup,
+
+class _LazyGroup(ErrorMappingGroup):
+    """The root group: commands named in :data:`COMMANDS`, each imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, _, attr = COMMANDS[cmd_name].partition(":")
+        command = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+        self.add_command(command, cmd_name)
+        return command
+
+
+@click.group(cls=_LazyGroup,
              help="pocketpilot: run mobile planner agents on the sandbox phone, devices and traces.")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="pocketpilot")
@@ -40,11 +65,6 @@ def cli(verbose: int) -> None:
     """Root group."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-
-
-for command in (run, demo, models, trace, bench, memory, adapter, export, release, review, diagnose, devices, simphone,
-                checkpoint, rollout, cache, sandbox, tasks):
-    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -127,3 +127,28 @@ def test_ctrl_c_mid_episode_keeps_the_trace(test_gguf, tmp_path):
         assert complete and episode.stop_reason == "cancelled"
         return
     pytest.fail("three runs each ended before the signal could be sent")
+
+
+def test_a_command_imports_only_its_own_module_and_help_still_lists_every_command() -> None:
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.main import COMMANDS, cli
+
+    probe = (
+        "import sys\n"
+        "from pocketpilot.cli.main import main\n"
+        "try:\n    main(['cache', 'info'])\n"
+        "finally:\n    print(sorted(m for m in sys.modules if m.startswith('pocketpilot.cli.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    loaded = out.stdout.strip().splitlines()[-1]
+    assert "pocketpilot.cli.cache" in loaded
+    assert "pocketpilot.cli.bench" not in loaded and "pocketpilot.cli.devices" not in loaded
+    shown = CliRunner().invoke(cli, ["--help"])
+    assert shown.exit_code == 0
+    assert all(f"\n  {name} " in shown.output for name in COMMANDS)
+    unknown = CliRunner().invoke(cli, ["no-such-command"])
+    assert unknown.exit_code == 2 and "No such command" in unknown.output
