@@ -178,8 +178,10 @@ class LlamaCppPlanner:
             raise UsageError("constraint='llguidance' needs the llguidance package (pip install 'pocketpilot[fast]')")
         self.constraint: Literal["gbnf", "llguidance"] = constraint
         self.repack = repack
+        self.batch_invariant = numerics.batch_invariant(repack=repack)
+        """Whether batches of up to ``numerics.INVARIANT_BATCH`` tokens compute what one-token passes do."""
         if fast_forward is None:
-            fast_forward = numerics.batch_invariant(repack=repack)
+            fast_forward = self.batch_invariant
         self.fast_forward = fast_forward and constraint == "llguidance"
         self.reproducible = reproducible
         path = Path(model_path).expanduser()
@@ -256,7 +258,7 @@ class LlamaCppPlanner:
             fast_forward=self.fast_forward,
             reproducible=self.reproducible,
             repack=self.repack,
-            batch_invariant=numerics.batch_invariant(repack=self.repack),
+            batch_invariant=self.batch_invariant,
         )
 
     def count_tokens(self, text: str) -> int:
@@ -697,7 +699,7 @@ class LlamaCppPlanner:
             is_eog=lambda t: _is_eog(llm, t),
             sampler=self.sampler,
             fast_forward=self.fast_forward,
-            max_batch=numerics.INVARIANT_BATCH if numerics.batch_invariant(repack=self.repack) else None,
+            max_batch=numerics.INVARIANT_BATCH if self.batch_invariant else None,
             should_stop=stop.is_set,
             token_bytes=lambda t: bytes(tokenizer.decode_bytes([t])),
             splits=self._splits,
