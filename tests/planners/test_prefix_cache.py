@@ -27,7 +27,7 @@ def test_a_saved_state_loads_back_and_touches_its_use(tmp_path: Path) -> None:
     assert path.stat().st_mtime > 1  # most recently used now
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "other_key"])
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "other_key", "appended", "huge_size"])
 def test_a_bad_state_file_is_ignored_and_removed(tmp_path: Path, damage: str, caplog) -> None:
     cache = PrefixCache(tmp_path)
     path = cache.save(KEY, b"x" * 1000)
@@ -38,6 +38,10 @@ def test_a_bad_state_file_is_ignored_and_removed(tmp_path: Path, damage: str, ca
         path.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))
     elif damage == "garbage":
         path.write_bytes(b"\x00\x01not a state")
+    elif damage == "appended":  # the payload read whole and checksummed, then more bytes
+        path.write_bytes(raw + b"tail")
+    elif damage == "huge_size":  # a header that would have the reader allocate terabytes
+        path.write_bytes(raw.replace(b'"size": 1000', b'"size": 10000000000000'))
     else:  # a file under this key's name that was written for another key
         head, _, payload = raw.partition(b"\n")[2].partition(b"\n")
         header = json.loads(head)

@@ -12,6 +12,7 @@ process's resident memory, bounded in bytes with the least recently used dropped
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections import OrderedDict
@@ -44,10 +45,14 @@ class KvSnapshots:
         self._saved.move_to_end(found)
         return found, self._saved[found][0]
 
-    def payload(self, key: str) -> bytes:
-        return self._saved[key][1].read_bytes()
+    def payload(self, key: str) -> bytearray:
+        path = self._saved[key][1]
+        with path.open("rb") as fh:
+            data = bytearray(os.fstat(fh.fileno()).st_size)
+            fh.readinto(data)
+        return data
 
-    def save(self, tokens: list[int], payload: bytes) -> None:
+    def save(self, tokens: list[int], payload: bytes | memoryview) -> None:
         """Keep a sequence (replacing any saved one it extends or that extends it)."""
         if not tokens or not payload:
             return

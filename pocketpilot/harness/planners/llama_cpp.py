@@ -780,25 +780,28 @@ def _in_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[
     return future
 
 
-def _dump(llm: Any) -> bytes:
-    """The KV state of sequence 0 (only its used cells)."""
+def _dump(llm: Any) -> memoryview:
+    """The KV state of sequence 0 (only its used cells), not copied again."""
     import llama_cpp
 
     ctx = llm._ctx.ctx
     size = llama_cpp.llama_state_seq_get_size(ctx, 0)
     buf = (ctypes.c_uint8 * size)()
     written = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
-    return bytes(memoryview(buf)[:written])
+    return memoryview(buf)[:written]
 
 
-def _restore(llm: Any, payload: bytes, prefix: list[int]) -> bool:
-    """Load a saved prefix state into sequence 0 and tell ``Llama`` which tokens it holds."""
+def _restore(llm: Any, payload: bytes | bytearray, prefix: list[int]) -> bool:
+    """Load a saved prefix state into sequence 0 and tell ``Llama`` which tokens it holds.
+
+    A writable ``payload`` (what the caches read) is handed to llama.cpp in place."""
     import llama_cpp
 
     ctx = llm._ctx.ctx
     memory = llama_cpp.llama_get_memory(ctx)
     llama_cpp.llama_memory_clear(memory, True)
-    buf = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
+    kind = ctypes.c_uint8 * len(payload)
+    buf = kind.from_buffer(payload) if isinstance(payload, bytearray) else kind.from_buffer_copy(payload)
     if llama_cpp.llama_state_seq_set_data(ctx, buf, len(payload), 0) != len(payload):
         llama_cpp.llama_memory_clear(memory, True)
         llm.n_tokens = 0

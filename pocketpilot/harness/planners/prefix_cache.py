@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["DEFAULT_MAX_BYTES", "PrefixCache", "PrefixKey", "default_cache_dir"]
 
@@ -69,22 +70,30 @@ class PrefixCache:
         self.root = Path(root) if root is not None else default_cache_dir()
         self.max_bytes = max_bytes
 
-    def load(self, key: PrefixKey) -> bytes | None:
-        """The saved state for ``key``, or None (missing, or unusable and now removed)."""
+    def load(self, key: Any) -> bytearray | None:
+        """The saved payload for ``key``, or None (missing, or unusable and now removed).
+
+        The payload is read straight into a writable buffer, which llama.cpp's state API
+        takes without another copy (a long prefix's state is hundreds of MB)."""
         path = self.root / key.name
         try:
             with path.open("rb") as fh:
                 if fh.readline() != _MAGIC:
                     raise ValueError("not a prefix state file")
                 header = json.loads(fh.readline())
-                payload = fh.read()
+                size = header.get("size")
+                if not isinstance(size, int) or size < 0 or size > path.stat().st_size:
+                    raise ValueError(f"a payload size of {size!r} does not fit the file")
+                payload = bytearray(size)
+                if fh.readinto(payload) != size or fh.read(1):
+                    raise ValueError("truncated or longer than its header says")
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
             return self._discard(path, f"unreadable ({exc})")
         if header.get("key") != key.__dict__:
             return self._discard(path, "its key does not match (another model, geometry or build)")
-        if len(payload) != header.get("size") or hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
             return self._discard(path, "truncated or corrupt (checksum mismatch)")
         try:
             os.utime(path)  # most recently used
@@ -92,7 +101,7 @@ class PrefixCache:
             pass
         return payload
 
-    def save(self, key: PrefixKey, payload: bytes) -> Path:
+    def save(self, key: Any, payload: bytes | bytearray | memoryview) -> Path:
         """Write atomically (a crash never leaves a file that looks valid), then evict."""
         self.root.mkdir(parents=True, exist_ok=True)
         header = {"key": key.__dict__, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
