@@ -57,9 +57,9 @@ class Vocabulary:
         return head + lengths.tobytes() + b"".join(self.pieces)
 
     @classmethod
-    def from_bytes(cls, payload: bytes) -> Vocabulary:
+    def from_bytes(cls, payload: bytes | bytearray) -> Vocabulary:
         """Raises ValueError for anything that is not a whole vocabulary."""
-        line, _, rest = payload.partition(b"\n")
+        line, _, rest = bytes(payload).partition(b"\n")
         head = json.loads(line)
         n, eog = int(head["n"]), [int(t) for t in head["eog"]]
         lengths = np.frombuffer(rest, dtype="<u4", count=n)
