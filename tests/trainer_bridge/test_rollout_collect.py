@@ -42,12 +42,12 @@ def test_local_groups_have_g_rollouts_with_verified_outcomes(tmp_path: Path) -> 
     assert all({"success", "progress", "output_tokens", "tool_calls"} <= set(row["rollouts"][0]) for row in rows)
 
 
-def test_bad_arguments_are_usage_errors() -> None:
+def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="group-size"):
         collect_rollouts(TASKS, 0, ScriptedPlannerFactory())
     with pytest.raises(UsageError, match="no tasks"):
         collect_rollouts([], 2, ScriptedPlannerFactory())
-    r = CliRunner().invoke(rollout, ["--tasks", "no-such-task", "--planner", "scripted", "--out", "/tmp/x"])
+    r = CliRunner().invoke(rollout, ["--tasks", "no-such-task", "--planner", "scripted", "--out", str(tmp_path / "out")])
     assert isinstance(r.exception, UsageError)
 
 
