@@ -492,6 +492,7 @@ StopReason = Literal[
     "planner_error",
     "cancelled",
     "device_lost",
+    "denied",
 ]
 
 

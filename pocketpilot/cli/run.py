@@ -50,7 +50,7 @@ def _call_text(call: ToolCall) -> str:
 
 
 class _DenyWithoutTty(DenyAll):
-    """No terminal to ask: deny, and say so on stderr (the run goes on without the call)."""
+    """No terminal to ask: deny, and say so on stderr (the run stops there, as on a "no")."""
 
     reason = "no terminal to ask (use --yes to allow)"
 

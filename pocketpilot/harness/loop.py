@@ -164,6 +164,8 @@ class Run(RunState):
                              *routed.notices, *advice.notices],
                     started_at=started_at, duration_s=time.monotonic() - t0)
         await self._record(step, action.model_dump_json(), self._feedback(step.results, routed.notices + advice.notices))
+        if advice.stop is not None:
+            raise RunStopped(advice.stop.reason, advice.stop.detail)
 
     async def _plan(self, request: PlanRequest, remaining: float) -> PlannerOutput:
         """Ask the planner within the remaining wall time, telling the observer either way."""

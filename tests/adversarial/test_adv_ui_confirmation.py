@@ -4,6 +4,9 @@ Against the simulated phone serving the sandbox's state over a real adb server: 
 ``send_sms`` is denied, and so must be every other way to the same send (``compose_sms`` and a
 tap on Send by text, resource id, content description, index or coordinates; typing into the
 Send button; a retry; a sub-agent). The sandbox state is the judge: no message leaves.
+
+By default a denial ends the run, so no later route is even tried; the routes are attacked with
+``on_denial="hold"``, where the planner goes on after a denial and every route must ask again.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pocketpilot.executor.sandbox import SandboxPhone
 from pocketpilot.executor.sandbox.state import Message
 from pocketpilot.executor.simphone._mini import MESSAGING, UiNode
 from pocketpilot.executor.simphone._sandbox_backend import SandboxBackend
-from pocketpilot.harness import CallbackConfirmation, DenyAll, HarnessConfig, Session
+from pocketpilot.harness import CallbackConfirmation, DenyAll, HarnessConfig, Session, default_policies
 from pocketpilot.harness.planners.scripted import ScriptedPlanner
 
 _spec = importlib.util.spec_from_file_location(
@@ -72,6 +75,7 @@ def _sent(dev: Any) -> list[tuple[str, str]]:
 
 async def _run(dev: Any, actions: list[Any], confirm: Any = None, **kw: Any):  # noqa: ANN202
     ex = AdbExecutor(dev.serial, client=dev.server.client, config=FAST)
+    kw.setdefault("policies", default_policies(on_denial="hold"))
     try:
         return await Session(ScriptedPlanner([*actions, FINISH]), ex, confirm=confirm or DenyAll(), **kw).run(
             "text +15550100"
@@ -108,6 +112,14 @@ async def test_tapping_send_after_compose_is_denied_like_send_sms(simphone_facto
     send_index = next(int(line.split("]")[0][1:]) for line in screen if "#send_message_button_icon" in line)
     by_index = await _run(dev, [one("read_screen"), one("tap_element", index=send_index)])
     assert _codes(by_index) == [None, "confirmation_denied"] and _sent(dev) == []
+
+
+async def test_by_default_the_first_denial_ends_the_run(simphone_factory) -> None:  # noqa: ANN001
+    dev = simphone_factory(backend=SandboxBackend(SandboxPhone(seed=0)))
+    episode = await _run(dev, [COMPOSE, one("tap_element", text="Send SMS"), one("tap", x=960, y=2170)], policies=None)
+    assert episode.stop_reason == "denied" and "tap_element is send" in episode.stop_detail
+    assert _codes(episode) == [None, "confirmation_denied"]  # the denied tap is recorded; the pixel tap never ran
+    assert len(episode.steps) == 2 and _sent(dev) == []
 
 
 async def test_send_by_visible_text_and_by_id_only(simphone_factory) -> None:  # noqa: ANN001
@@ -205,8 +217,10 @@ async def test_another_tool_with_the_same_effect_is_denied() -> None:
             return item
 
     registry = ToolRegistry.from_object(Outbox())
+    holding = default_policies(on_denial="hold")
     episode = await Session(
-        ScriptedPlanner([one("notify_contact", text=BODY), one("order", item="gift card"), FINISH]), registry
+        ScriptedPlanner([one("notify_contact", text=BODY), one("order", item="gift card"), FINISH]), registry,
+        policies=holding,
     ).run("x")
     assert _codes(episode) == ["confirmation_denied", "confirmation_denied"]
 
@@ -218,6 +232,7 @@ async def test_another_tool_with_the_same_effect_is_denied() -> None:
     reader = spec_from_mcp(mcp_tool(SimpleNamespace(read_only_hint=True, destructive_hint=None,
                                                     idempotent_hint=None, open_world_hint=None)), "balance")
     recorder = _Recorder([bare, reader])
-    episode = await Session(ScriptedPlanner([one("transfer"), one("transfer"), one("balance"), FINISH]), recorder).run("x")
+    episode = await Session(ScriptedPlanner([one("transfer"), one("transfer"), one("balance"), FINISH]), recorder,
+                            policies=holding).run("x")
     assert _codes(episode) == ["confirmation_denied", "confirmation_denied", None]
     assert recorder.ran == ["balance"]

@@ -111,8 +111,7 @@ def test_mcp_tools_join_the_run_and_the_server_stops(monkeypatch, capsys, tmp_pa
         {"kind": "tool_call", "calls": [{"name": "pin_note", "arguments": {"text": "buy milk"}},
                                         {"name": "set_wifi", "arguments": {"enabled": False}}]},
         call("list_pins"),
-        call("unpin_all"),  # destructive by its annotation: denied without --yes on a non-tty
-        {"kind": "finish", "summary": "pinned"},
+        call("unpin_all"),  # destructive by its annotation: denied without --yes on a non-tty, and the run stops
     ])
     planner.seen = set()
     use_planner(monkeypatch, planner)
@@ -123,7 +122,8 @@ def test_mcp_tools_join_the_run_and_the_server_stops(monkeypatch, capsys, tmp_pa
     assert "mcp:" in out.out and "pin_note" in out.out
     (trace,) = tmp_path.glob("*.jsonl")
     episode, complete = read_trace(trace)
-    assert complete and episode.stop_reason == "finish"
+    assert complete and episode.stop_reason == "denied" and len(episode.steps) == 3
+    assert "unpin_all" in episode.stop_detail and "stopped: denied" in out.out
     tools = {t.name: t for t in episode.header.tools}
     assert {"pin_note", "list_pins", "unpin_all", "set_wifi"} <= set(tools)
     assert tools["unpin_all"].destructive and not tools["list_pins"].destructive
@@ -165,7 +165,6 @@ def test_stdio_and_http_servers_together(monkeypatch, capsys, tmp_path):
             {"kind": "tool_call", "calls": [{"name": "forecast", "arguments": {"city": "Oslo"}},
                                             {"name": "list_pins", "arguments": {}}]},
             call("add", a=2, b=3),  # unannotated: destructive by MCP's default, so it needs a yes
-            {"kind": "finish", "summary": "done"},
         ])
         use_planner(monkeypatch, planner)
         code = run_cli("--mcp-url", f"http://127.0.0.1:{port}/mcp", "--mcp", SERVER_CMD, "--trace-dir", str(tmp_path),

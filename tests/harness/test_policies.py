@@ -298,8 +298,10 @@ def test_the_policy_set_is_part_of_eta_its_version_and_its_diff():
     tools = SandboxExecutor(SandboxPhone()).tools()
     base = compile_eta(tools)
     assert [p.name for p in base.policies] == [p.name for p in default_policies()]
-    tuned = compile_eta(tools, policies=[*base.policies[:-1], PolicyEntry(name="confirmation")])
+    tuned = compile_eta(tools, policies=[*base.policies[:-1], PolicyEntry(name="confirmation", params={"on_denial": "stop"})])
     assert tuned.version == base.version  # same content, same version
+    holding = compile_eta(tools, policies=[*base.policies[:-1], PolicyEntry(name="confirmation", params={"on_denial": "hold"})])
+    assert holding.version != base.version
     changed = compile_eta(tools, policies=[PolicyEntry(name="repeat_failure", params={"limit": 4}) if p.name == "repeat_failure" else p
                                            for p in base.policies])
     assert changed.version != base.version
@@ -334,7 +336,7 @@ async def test_the_trace_header_records_the_policies_in_force():
         {"name": "gates", "params": {}},
         {"name": "loop_guard", "params": {"fail_limit": 5, "max_cycle": 3, "function_words": list(FUNCTION_WORDS),
                                           "generic_words": list(GENERIC_WORDS)}},
-        {"name": "confirmation", "params": {}},
+        {"name": "confirmation", "params": {"on_denial": "stop"}},
     ]
 
 

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 from pocketpilot.contracts import CriterionResult, Episode, ToolCall, ToolResult, ToolSpec, Verdict
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone, default_state
 from pocketpilot.handoff import changes_state, review_handoff
-from pocketpilot.harness import AllowAll, DenyAll, Session
+from pocketpilot.harness import AllowAll, DenyAll, Session, default_policies
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import check_criterion
 from pocketpilot.tasks.spec import Criterion
@@ -52,7 +52,9 @@ async def test_child_whose_only_call_was_denied_reports_denied_not_done():
             finish("parent stops"),
         ]
     )
-    parent = Session(planner, SandboxExecutor(phone), tools=["send_sms"], confirm=DenyAll())
+    # a child that may go on after a denial (on_denial="hold") and claims success anyway
+    parent = Session(planner, SandboxExecutor(phone), tools=["send_sms"], confirm=DenyAll(),
+                     policies=default_policies(on_denial="hold"))
     episode = await parent.run("tell Sam I'm late")
     assert phone.state.messages.sent == []
     step = episode.steps[0]
@@ -71,6 +73,23 @@ async def test_child_whose_only_call_was_denied_reports_denied_not_done():
     assert step.children[0].steps[0].results[0].error.code == "confirmation_denied"
     assert step.children[0].stop_reason == "finish"
     assert not delegated_passes(episode)
+
+
+async def test_by_default_a_denial_ends_the_childs_run_and_the_parent_reads_it_as_denied():
+    phone = SandboxPhone()
+    planner = ScriptedPlanner([
+        delegate("Text Sam that I'm late", ["send_sms"]),
+        call("send_sms", to="Sam", body="running late"),
+        finish("Sent Sam the message."),  # never asked for: the child's run ended at the denial
+        call("send_sms", to="Sam", body="running late"),  # nor the parent's own try: its run ended too
+    ])
+    episode = await Session(planner, SandboxExecutor(phone), tools=["send_sms"], confirm=DenyAll()).run("tell Sam I'm late")
+    child = episode.steps[0].children[0]
+    assert child.stop_reason == "denied" and "send_sms" in child.stop_detail and len(child.steps) == 1
+    result = episode.steps[0].results[0]
+    assert result.error.code == "subagent_denied" and [c["tool"] for c in result.data["denied"]] == ["send_sms"]
+    assert phone.state.messages.sent == [] and not delegated_passes(episode)
+    assert episode.stop_reason == "denied" and len(episode.steps) == 1 and "send_sms" in episode.stop_detail
 
 
 async def test_child_whose_call_failed_reports_failed():

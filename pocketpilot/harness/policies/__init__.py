@@ -26,7 +26,7 @@ from .base import (
     Stop,
     StopAction,
 )
-from .confirmation import Confirmation
+from .confirmation import Confirmation, OnDenial
 from .gates import Gates, HeldCalls
 from .id_for_name import IdForName
 from .loop_guard import LoopGuard
@@ -47,6 +47,7 @@ __all__ = [
     "Hold",
     "IdForName",
     "LoopGuard",
+    "OnDenial",
     "Policy",
     "PolicyError",
     "RepeatFailure",
@@ -79,15 +80,16 @@ class PolicyError(UsageError):
     """A policy set names an unknown policy or gives it parameters it does not take."""
 
 
-def default_policies() -> list[Policy]:
-    """The one default set, in order."""
+def default_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
+    """The one default set, in order; ``on_denial`` is :class:`Confirmation`'s (a denial ends the
+    run by default; ``"hold"`` lets the planner go on without the refused call)."""
     return [IdForName(), Gates(), ScopeGuard(), UndoGuard(), LoopGuard(), RepeatFailure(), HeldCalls(),
-            SendBack(), Confirmation()]
+            SendBack(), Confirmation(on_denial=on_denial)]
 
 
-def safety_policies() -> list[Policy]:
+def safety_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
     """What bare mode keeps: hard preconditions and confirmation."""
-    return [Gates(), Confirmation()]
+    return [Gates(), Confirmation(on_denial=on_denial)]
 
 
 def describe(policies: Iterable[Policy]) -> list[dict[str, Any]]:
