@@ -5,7 +5,9 @@ Measured side by side in one run, each in fresh processes:
 1. First step of a new process, divided by a warm step of the same request (the prefix in the
    KV cache, the request evaluated). Three cases: no prefix cache (the baseline), a cold cache
    (evaluates and saves the prefix), a warm cache (restores it). Target: restored <= 1.5x.
-2. The demo task end to end (process start to exit), after a first run has filled the caches.
+2. The demo end to end (process start to exit), after a first run has filled the caches:
+   ``pocketpilot demo`` as ``make demo`` runs it without a terminal, and the same task with
+   ``run --yes``.
 3. Prompt tokens evaluated per step with 4 sessions interleaved on one model, beyond what each
    step added (target <= 32).
 4. Peak RSS of a new process whose first step restored the prefix.
@@ -13,7 +15,7 @@ Measured side by side in one run, each in fresh processes:
 Grammar fast-forward (the issue's third figure) is measured by ``bench/bench_fastforward.py``:
 decode time per action with fast-forward against bare grammar decoding on the same prompts.
 
-    python bench/bench_latency.py [--model qwen2.5-coder-1.5b] [--reps 3] [--threads N]
+    python bench/bench_latency.py [--model qwen2.5-coder-1.5b] [--reps 3] [--threads N] [--demo-only]
 """
 
 from __future__ import annotations
@@ -79,13 +81,26 @@ def spawn(model: str, cache: str | None, threads: int | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def demo_wall(model: str, home: str) -> float:
+def demo_wall(model: str, home: str, *, yes: bool = False) -> float:
+    """``pocketpilot demo`` as ``make demo`` runs it without a terminal: the power-off is denied and
+    the run stops there. ``yes``: the same task with ``run --yes``, every step allowed."""
     env = dict(os.environ, POCKETPILOT_HOME=home)
-    cmd = [sys.executable, "-m", "pocketpilot", "run", "--task-id", "ordering-parking-note-then-off", "--yes",
-           "--model", model, "--trace-dir", str(Path(home) / "traces")]
+    verb = ["run", "--task-id", "ordering-parking-note-then-off", "--yes"] if yes else ["demo"]
+    cmd = [sys.executable, "-m", "pocketpilot", *verb, "--model", model, "--trace-dir", str(Path(home) / "traces")]
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    subprocess.run(cmd, env=env, capture_output=True, check=True, stdin=subprocess.DEVNULL)
     return time.perf_counter() - t0
+
+
+def demo_figures(model: str, reps: int) -> None:
+    with tempfile.TemporaryDirectory() as home:
+        first = demo_wall(model, home)
+        again = [demo_wall(model, home) for _ in range(reps)]
+        allowed = [demo_wall(model, home, yes=True) for _ in range(reps)]
+    print(f"demo end to end (`pocketpilot demo`, no terminal): first ever {first:.1f} s, then median "
+          f"{statistics.median(again):.1f} s (runs {', '.join(f'{t:.1f}' for t in again)})")
+    print(f"the same task with `run --yes` (power-off allowed, then a finish step): median "
+          f"{statistics.median(allowed):.1f} s (runs {', '.join(f'{t:.1f}' for t in allowed)})")
 
 
 def interleaved(model: str) -> list[int]:
@@ -113,6 +128,7 @@ def main() -> None:
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--cache", default=None)
     ap.add_argument("--skip-demo", action="store_true")
+    ap.add_argument("--demo-only", action="store_true", help="only the demo's end-to-end figures")
     args = ap.parse_args()
     from pocketpilot.model_store import ModelStore
 
@@ -121,6 +137,8 @@ def main() -> None:
         print(json.dumps(child(str(path), args.cache, args.threads)))
         return
     print(f"model {path.name}, load average {os.getloadavg()[0]:.2f}, reps {args.reps}")
+    if args.demo_only:
+        return demo_figures(str(path), args.reps)
     rows: dict[str, list[dict]] = {"no cache": [], "cold cache": [], "restored": []}
     for _ in range(args.reps):
         with tempfile.TemporaryDirectory() as cache:
@@ -140,10 +158,7 @@ def main() -> None:
     print(f"\nrestored first step vs no cache: {restored / base:.2f}x; prefix tokens {rows['restored'][0]['prefix_tokens']}")
     print(f"greedy output identical first vs warm in every run: {all(r['same_output'] for v in rows.values() for r in v)}")
     if not args.skip_demo:
-        with tempfile.TemporaryDirectory() as home:
-            first = demo_wall(str(path), home)
-            again = [demo_wall(str(path), home) for _ in range(args.reps)]
-        print(f"demo task end to end: first ever {first:.1f} s, then median {statistics.median(again):.1f} s")
+        demo_figures(str(path), args.reps)
     excess = interleaved(str(path))
     print(f"4 interleaved sessions: tokens evaluated beyond what the step added, max {max(excess)} "
           f"(per step {excess})")

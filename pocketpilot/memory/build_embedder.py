@@ -15,6 +15,7 @@ nothing. Run it as ``python -m pocketpilot.memory.build_embedder`` (or
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import logging
@@ -62,8 +63,18 @@ def default_model_dir() -> Path:
 
 
 def _sha256(path: Path) -> str:
+    """The file's sha256, hashed once per process while the file is unchanged.
+
+    A run checks the embedder's manifest three times on its way to a loaded session (the
+    command, the builder, the embedder); each check hashed 150 MB again."""
+    st = path.stat()
+    return _hashed(str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _hashed(path: str, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> str:
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()

@@ -12,6 +12,7 @@ sentence-transformers 6.2.0 in a throwaway venv (never a project dependency)::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -66,6 +67,20 @@ def test_build_is_idempotent_and_manifest_detects_tampering(embedder_dir, tmp_pa
     assert verify_manifest(copy) is None
     with pytest.raises(EmbedderUnavailableError):
         OnnxMiniLMEmbedder(copy)
+
+
+def test_an_unchanged_file_is_hashed_once_a_rewritten_one_again(tmp_path):
+    from pocketpilot.memory import build_embedder as be
+
+    f = tmp_path / "weights.onnx"
+    f.write_bytes(b"a" * 64)
+    first = be._sha256(f)
+    misses = be._hashed.cache_info().misses
+    assert be._sha256(f) == first and be._hashed.cache_info().misses == misses  # not read again
+    st = f.stat()
+    f.write_bytes(b"b" * 64)  # same size, in place
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # however coarse the clock, the stamp moved
+    assert be._sha256(f) != first and be._sha256(f) == hashlib.sha256(b"b" * 64).hexdigest()
 
 
 def test_missing_embedder_falls_back_with_warning(tmp_path, monkeypatch, caplog):

@@ -62,7 +62,7 @@ def test_the_second_build_reads_no_piece_from_the_model_and_tokenizes_the_same(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("damage", ["flip", "truncate", "foreign"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "foreign", "no_ends"])
 def test_a_bad_or_foreign_vocabulary_file_is_read_again_with_a_warning(
     llm, tmp_path: Path, damage: str, caplog
 ) -> None:
@@ -75,15 +75,17 @@ def test_a_bad_or_foreign_vocabulary_file_is_read_again_with_a_warning(
         path.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))
     elif damage == "truncate":
         path.write_bytes(raw[: len(raw) // 2])
-    else:  # a whole, well-formed file with the right key whose pieces are another model's
+    else:  # a whole, well-formed file with the right key: another model's pieces, or no end tokens
         good = Vocabulary.from_bytes(cache.load(vocabulary.VocabKey(key_sha, _build(), llm.n_vocab())))
-        cache.save(vocabulary.VocabKey(key_sha, _build(), llm.n_vocab()),
-                   Vocabulary([b"?" + p for p in good.pieces], good.eog).to_bytes())
+        bad = (Vocabulary([b"?" + p for p in good.pieces], good.eog) if damage == "foreign"
+               else Vocabulary(good.pieces, []))
+        cache.save(vocabulary.VocabKey(key_sha, _build(), llm.n_vocab()), bad.to_bytes())
     rebuilt = vocabulary.lltokenizer(llm, cache, key_sha)
     assert "computed again" in caplog.text or "reading it again" in caplog.text
     assert rebuilt.decode_bytes(rebuilt.tokenize_str("hello world")) == b"hello world"
     kept = Vocabulary.from_bytes(cache.load(vocabulary.VocabKey(key_sha, _build(), llm.n_vocab())))
-    assert kept.pieces == vocabulary.read_vocabulary(llm._model.vocab, llm.n_vocab()).pieces  # rewritten right
+    fresh = vocabulary.read_vocabulary(llm._model.vocab, llm.n_vocab())
+    assert kept.pieces == fresh.pieces and kept.eog == fresh.eog and kept.eog  # rewritten right
 
 
 def _build() -> str:

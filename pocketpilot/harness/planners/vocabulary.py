@@ -104,7 +104,9 @@ def _agrees(vocab: Any, saved: Vocabulary, n_vocab: int) -> bool:
     import llama_cpp
 
     ntok = llama_cpp.llama_vocab_n_tokens(vocab)
-    if len(saved.pieces) != max(ntok, n_vocab) or not saved.eog:
+    # a model may have no end token at all (then none is saved); where it has one, it is saved
+    ends = {t for t in (llama_cpp.llama_vocab_eos(vocab), llama_cpp.llama_vocab_eot(vocab)) if t >= 0}
+    if len(saved.pieces) != max(ntok, n_vocab) or not ends <= set(saved.eog):
         return False
     probes = {int(t) for t in np.linspace(0, ntok - 1, _SPOT_CHECKS)} | set(saved.eog[:8])
     buffer = _buffer()
