@@ -42,11 +42,17 @@ $(DEV): $(BASE)
 install: $(BASE)
 install-dev: $(DEV)
 
+# Bytecode for the package, as pip writes it for a regular install (an editable one gets none, and
+# where PYTHONDONTWRITEBYTECODE is set every process would compile the package's source again).
+BYTECODE = $(PY) -m compileall -q -j 0 pocketpilot >/dev/null
+
 demo: $(BASE)
+	$(BYTECODE)
 	$(VENV)/bin/pocketpilot models pull default
 	$(VENV)/bin/pocketpilot demo
 
 test: $(DEV)
+	$(BYTECODE)
 	$(VENV)/bin/pocketpilot models pull qwen2.5-coder-0.5b
 # headless Chromium renders the HTML replay in its test (Debian's package; root on CI)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 import numpy as np
 import pytest
@@ -164,25 +165,34 @@ async def test_a_6k_token_policy_fits_at_n_ctx_16384(test_gguf):
     assert planner.info.eval.n_ctx == 16384
 
 
-async def test_the_vocabulary_is_read_while_the_caller_gets_ready_and_close_waits_for_it(test_gguf):
-    """llguidance's tokenizer starts with the load, not with the first step; closing the model
-    while that thread still reads its vocabulary would free memory under it."""
+async def test_the_vocabulary_is_built_while_the_first_prompt_evaluates_and_close_waits_for_it(test_gguf):
+    """llguidance's tokenizer is built by the first generation, beside its prompt evaluation
+    (the build holds the GIL, so started by the load it stalled the caller's own work); closing
+    the model while that thread still reads its vocabulary would free memory under it."""
     p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=48), n_ctx=2048, constraint="llguidance",
                         prefix_cache=False)
     await p.load()
-    building = p._llg_building
-    assert building is not None  # started by the load
+    assert p._llg_building is None and p._llg_tokenizer is None  # the load leaves the caller's thread free
+    building = p._llg_building = p._build_tokenizer()  # a build in flight, as a first step starts one
     await p.aclose()  # right away: must wait for the read, not crash under it
     assert building.done() and building.exception() is None and p._llm is None
 
     q = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=48), n_ctx=2048, constraint="llguidance",
                         prefix_cache=False)
+    started: list[concurrent.futures.Future] = []
+    build = q._build_tokenizer
+
+    def recorded() -> concurrent.futures.Future:
+        started.append(build())
+        return started[-1]
+
+    q._build_tokenizer = recorded  # type: ignore[method-assign]
     try:
-        await q.load()
-        building = q._llg_building
         request = (await recorded_prompts())[0]
         turn = (await q.plan(request)).turn
         parse_action(turn.raw, request.tools, request.kinds)
-        assert q._llg_tokenizer is building.result() and q._llg_building is None  # the step used that build
+        assert len(started) == 1 and q._llg_tokenizer is started[0].result() and q._llg_building is None
+        await q.plan(request)
+        assert len(started) == 1  # built once
     finally:
         await q.aclose()

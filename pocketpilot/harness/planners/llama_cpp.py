@@ -270,16 +270,10 @@ class LlamaCppPlanner:
     # ------------------------------------------------------------------ loading
 
     async def load(self) -> None:
-        """Load the model off the event loop (idempotent); plan() calls it on first use.
-
-        llguidance's view of the vocabulary (about a second of reading it token by token)
-        starts building in its own thread as soon as the model is there, so it overlaps what
-        a caller does before the first step, and that step's prompt evaluation."""
+        """Load the model off the event loop (idempotent); plan() calls it on first use."""
         async with self._load_lock:
             if self._llm is None:
                 await asyncio.shield(asyncio.to_thread(self._load_sync))
-                if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
-                    self._llg_building = self._build_tokenizer()
 
     def _load_sync(self) -> None:
         t0 = time.monotonic()
@@ -433,8 +427,6 @@ class LlamaCppPlanner:
         await self.load()
         schema = action_json_schema(request.tools, request.kinds, request.skills)
         self.last_schema = schema
-        if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
-            self._llg_building = self._build_tokenizer()  # after a swap: the new vocabulary
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
@@ -568,6 +560,8 @@ class LlamaCppPlanner:
                 f"prompt of {len(tokens)} tokens plus max_tokens={s.max_tokens} does not fit n_ctx={llm.n_ctx()}"
                 " (raise n_ctx, e.g. --n-ctx 16384)"
             )
+        if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
+            self._llg_building = self._build_tokenizer()  # see _build_tokenizer: built while the prompt evaluates
         if not self.reproducible:
             self._resume(llm, tokens)
         before = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
@@ -706,10 +700,7 @@ class LlamaCppPlanner:
         )
 
     def _tokenizer_sync(self) -> Any:
-        """llguidance's tokenizer, waiting here (after the prompt is evaluated) for its build.
-
-        The build reads the vocabulary token by token; waiting for it only where decoding
-        starts lets the first step's prompt evaluation run meanwhile."""
+        """llguidance's tokenizer, waiting here (after the prompt is evaluated) for its build."""
         if self._llg_tokenizer is None:
             building = self._llg_building
             try:
@@ -720,7 +711,13 @@ class LlamaCppPlanner:
 
     def _build_tokenizer(self) -> concurrent.futures.Future[Any]:
         """llguidance's tokenizer for the loaded model, built in a thread of its own (the
-        vocabulary's pieces come from the prefix cache's directory when it has them)."""
+        vocabulary's pieces come from the prefix cache's directory when it has them).
+
+        It is started by the first generation, just before the prompt is restored and
+        evaluated, not by the load: the build holds the GIL throughout (llguidance's Rust
+        constructor does not release it, nor does reading the pieces in Python), so started
+        with the load it stalled whatever the caller did in Python before the first step,
+        while llama.cpp's prompt evaluation runs in C without the GIL and overlaps it."""
         return _in_thread(vocabulary.lltokenizer, self._llm, self.prefix_cache, self._sha256)
 
     async def _tokenizer_built(self) -> None:
