@@ -5,6 +5,10 @@ specialise it per step: each call becomes a ``oneOf`` over the tools exposed *no
 its own argument schema, so an unknown tool name or a malformed argument cannot even be
 sampled. Skill and delegate names are narrowed the same way. The output is still validated
 into the generic union afterwards; the grammar only makes invalid output unreachable.
+
+A step may also split its tools into *batch groups*: every call of one batch comes from one
+group (``anyOf`` over one array per group). A policy uses it to keep calls apart that cannot
+sensibly run together (reads beside changes: calls of a batch run at the same time).
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ def _hoist_defs(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> di
     return json.loads(text)
 
 
-def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any]) -> dict[str, Any]:
+def _call_variants(tools: Sequence[ToolSpec], defs: dict[str, Any]) -> list[dict[str, Any]]:
     variants = []
     for spec in tools:
         params = _hoist_defs(_strip(spec.parameters), re.sub(r"\W", "_", spec.name), defs)
@@ -80,16 +84,27 @@ def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any]) -> dict[s
                 "additionalProperties": False,
             }
         )
-    # A named rule: llama.cpp's grammar parser expands the {1,4} repetition of an inline
-    # union rule by rule and refuses past ~10 tools; a reference repeats one symbol.
-    defs["call"] = variants[0] if len(variants) == 1 else {"oneOf": variants}
-    item = {"$ref": "#/$defs/call"}
+    return variants
+
+
+def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any],
+                      groups: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
+    variants = _call_variants(tools, defs)
+    by_name = {spec.name: v for spec, v in zip(tools, variants)}
+    parts = [[by_name[n] for n in g if n in by_name] for g in groups]
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        parts = [variants]
+    arrays = []
+    for i, part in enumerate(parts):
+        # A named rule: llama.cpp's grammar parser expands the {1,4} repetition of an inline
+        # union rule by rule and refuses past ~10 tools; a reference repeats one symbol.
+        name = "call" if len(parts) == 1 else f"call_{i}"
+        defs[name] = part[0] if len(part) == 1 else {"oneOf": part}
+        arrays.append({"type": "array", "items": {"$ref": f"#/$defs/{name}"}, "minItems": 1, "maxItems": MAX_BATCH})
     return {
         "type": "object",
-        "properties": {
-            "kind": {"const": "tool_call"},
-            "calls": {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_BATCH},
-        },
+        "properties": {"kind": {"const": "tool_call"}, "calls": arrays[0] if len(arrays) == 1 else {"anyOf": arrays}},
         "required": ["kind", "calls"],
         "additionalProperties": False,
     }
@@ -113,6 +128,7 @@ def action_json_schema(
     tools: Sequence[ToolSpec],
     kinds: Sequence[str] = ACTION_KINDS,
     skills: Sequence[str] = (),
+    batch_groups: Sequence[Sequence[str]] = (),
 ) -> dict[str, Any]:
     """JSON schema of the actions allowed in one step.
 
@@ -120,6 +136,8 @@ def action_json_schema(
         tools: the tools exposed now; ``tool_call`` is dropped when there are none.
         kinds: allowed action kinds, in the order the prompt lists them.
         skills: loadable skill names; ``load_skill`` is dropped when there are none.
+        batch_groups: tool names a batch takes all its calls from one of (fewer than two
+            non-empty groups: any mix).
     """
     unknown = [k for k in kinds if k not in ACTION_KINDS]
     if unknown:
@@ -129,7 +147,7 @@ def action_json_schema(
     for kind in kinds:
         if kind == "tool_call":
             if tools:
-                variants.append(_tool_call_schema(tools, defs))
+                variants.append(_tool_call_schema(tools, defs, batch_groups))
         elif kind == "load_skill":
             if skills:
                 variants.append(_simple_schema(kind, skills, tools))
@@ -151,6 +169,9 @@ def parse_action(
 ) -> Action:
     """Validate raw planner output into an Action allowed in this step.
 
+    A batch that spans batch groups is not rejected here: a planner that did not honour the
+    grammar gets the policy that asked for the groups to decide on it, call by call.
+
     Raises:
         PlannerOutputError: not JSON, not an Action, a disallowed kind, or an unexposed tool.
     """
@@ -168,3 +189,4 @@ def parse_action(
             if call.name not in exposed:
                 raise PlannerOutputError(raw, f"tool {call.name!r} is not exposed in this step")
     return action
+

@@ -49,6 +49,8 @@ class PlanRequest(BaseModel):
     """Action kinds allowed in this step (e.g. no delegate inside a sub-agent)."""
     skills: list[str] = Field(default_factory=list)
     """Names of skills that may be loaded now."""
+    batch_groups: list[list[str]] = Field(default_factory=list)
+    """Tool names a batch takes all its calls from one of (empty: any mix of the tools)."""
 
 
 class PlannerOutput(BaseModel):

@@ -22,7 +22,7 @@ from . import actions
 from .base import PlannerOutput, PlanRequest
 from .batch import run_batch
 from .observer import CallEnded, CallStarted, DelegateEnded, DelegateStarted, PlanEnded, PlanStarted, RunEnded, RunStarted
-from .policies import Advice, StepReport
+from .policies import Advice, StepReport, batch_groups
 from .routed import Routed, RunStopped
 from .run_state import RunState
 
@@ -59,7 +59,8 @@ class Run(RunState):
             started_at, t0 = utcnow(), time.monotonic()
             try:
                 output = await self._plan(PlanRequest(messages=messages, tools=list(self.tools.values()),
-                                                      kinds=self.offered, skills=self.loadable()), remaining)
+                                                      kinds=self.offered, skills=self.loadable(),
+                                                      batch_groups=batch_groups(self.policies, self)), remaining)
             except TimeoutError:
                 return self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
             except PlannerOutputError as exc:

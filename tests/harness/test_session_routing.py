@@ -547,6 +547,23 @@ async def test_a_refusal_after_an_error_gets_the_procedure_line_for_that_error(l
     assert episode.stop_reason == "finish" and episode.steps[2].results[0].ok
 
 
+async def test_the_step_after_a_refusal_sent_back_offers_no_refusal(lib):
+    """A second refusal there would stand (the send-back is once per run): the planner that gets the
+    error's route back is not offered refuse again, in that one step only."""
+    names = ["convert_units", "calculate"]
+    planner = ScriptedPlanner([
+        call("convert_units", value=100, from_unit="m", to_unit="yd"),
+        {"kind": "refuse", "reason": "not supported"},
+        call("calculate", expression="100 / 0.9144"),
+        {"kind": "refuse", "reason": "changed my mind"},
+    ])
+    episode = await _session(planner, SandboxPhone(), names, skills=lib, preloaded=["unit-conversion"],
+                             config=HarnessConfig()).run("What is 100 meters in yards?")
+    offered = [r.kinds for r in planner.requests]
+    assert "refuse" in offered[1] and "refuse" not in offered[2] and "refuse" in offered[3]
+    assert episode.stop_reason == "refuse" and len(episode.steps) == 4
+
+
 async def test_a_refusal_after_a_gate_block_is_sent_back(lib):
     phone = SandboxPhone()
     phone.state.cast.active, phone.state.cast.target = True, "Bedroom TV"

@@ -148,3 +148,26 @@ async def test_a_grammar_llama_cpp_rejects_is_a_typed_error_not_a_crash(planner)
     messages = assembler.assemble(prefix, ChatMessage(role="user", content="go"), [])
     with pytest.raises(PlannerBackendError, match="rejected the action grammar"):
         await planner.plan(PlanRequest(messages=messages, tools=[odd], kinds=("tool_call",)))
+
+
+@pytest.mark.parametrize("constraint", ["llguidance", "gbnf"])
+async def test_batch_groups_keep_a_copied_mixed_batch_apart(test_gguf, constraint):
+    """Told to copy a batch that reads and changes at once, the model cannot: the grammar lets a
+    batch take its calls from one group, whichever the first call opened."""
+    from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+
+    tools = [t for t in SandboxExecutor(SandboxPhone()).tools() if t.name in ("get_settings", "set_wifi", "set_bluetooth")]
+    groups = [[t.name for t in tools if t.read_only], [t.name for t in tools if not t.read_only]]
+    mixed = ('{"kind":"tool_call","calls":[{"name":"get_settings","arguments":{}},'
+             '{"name":"set_wifi","arguments":{"enabled":false}},{"name":"set_bluetooth","arguments":{"enabled":false}}]}')
+    messages = [ChatMessage(role="system", content="Reply with the JSON the user gives, unchanged."),
+                ChatMessage(role="user", content=mixed)]
+    planner = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=96), n_ctx=2048, constraint=constraint)
+    try:
+        free = await planner.plan(PlanRequest(messages=messages, tools=tools, kinds=("tool_call",)))
+        kept = await planner.plan(PlanRequest(messages=messages, tools=tools, kinds=("tool_call",), batch_groups=groups))
+    finally:
+        await planner.aclose()
+    assert len({c.name for c in free.action.calls}) > 1  # the model does copy a batch when nothing stops it
+    names = {c.name for c in kept.action.calls}
+    assert any(names <= set(g) for g in groups), names

@@ -425,7 +425,7 @@ class LlamaCppPlanner:
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""
         await self.load()
-        schema = action_json_schema(request.tools, request.kinds, request.skills)
+        schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups)
         self.last_schema = schema
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)

@@ -22,6 +22,7 @@ from .base import (
     Policy,
     Rewrite,
     RunView,
+    ShapesBatches,
     StepReport,
     Stop,
     StopAction,
@@ -30,6 +31,7 @@ from .confirmation import Confirmation, OnDenial
 from .gates import Gates, HeldCalls
 from .id_for_name import IdForName
 from .loop_guard import LoopGuard
+from .reads_apart import ReadsApart
 from .repeat_failure import RepeatFailure
 from .scope_guard import ScopeGuard
 from .send_back import SendBack
@@ -50,16 +52,19 @@ __all__ = [
     "OnDenial",
     "Policy",
     "PolicyError",
+    "ReadsApart",
     "RepeatFailure",
     "Rewrite",
     "RunView",
     "ScopeGuard",
     "SendBack",
+    "ShapesBatches",
     "StepReport",
     "Stop",
     "StopAction",
     "UndoGuard",
     "default_entries",
+    "batch_groups",
     "default_policies",
     "describe",
     "from_entries",
@@ -69,7 +74,7 @@ __all__ = [
 
 REGISTRY: dict[str, type[BasePolicy]] = {
     cls.name: cls
-    for cls in (IdForName, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack, Confirmation)
+    for cls in (IdForName, ReadsApart, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack, Confirmation)
 }
 """Policies by the name η uses. Order matters for ``before_call``: a rewrite comes first (the
 gates judge the call that will run), confirmation last (the user is asked only about calls
@@ -90,6 +95,23 @@ def default_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
 def safety_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
     """What bare mode keeps: hard preconditions and confirmation."""
     return [Gates(), Confirmation(on_denial=on_denial)]
+
+
+def batch_groups(policies: Iterable[Policy], run: RunView) -> list[list[str]]:
+    """The batch groups every policy that shapes batches asks for, together: two tools share a
+    group only where every such policy puts them in one."""
+    groups: list[list[str]] = []
+    for policy in policies:
+        if not isinstance(policy, ShapesBatches):
+            continue
+        asked = [g for g in policy.batch_groups(run) if g]
+        if len(asked) < 2:
+            continue
+        if not groups:
+            groups = asked
+            continue
+        groups = [both for g in groups for a in asked if (both := [n for n in g if n in set(a)])]
+    return groups if len(groups) > 1 else []
 
 
 def describe(policies: Iterable[Policy]) -> list[dict[str, Any]]:

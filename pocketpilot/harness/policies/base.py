@@ -35,6 +35,7 @@ __all__ = [
     "Policy",
     "Rewrite",
     "RunView",
+    "ShapesBatches",
     "Stop",
     "StepReport",
     "StopAction",
@@ -186,6 +187,20 @@ class Policy(Protocol):
 
     def on_stop(self, action: StopAction, run: RunView) -> Hold | None:
         """Send a stop action or hand-off back (a Hold), or let it stand (None)."""
+        ...
+
+
+@runtime_checkable
+class ShapesBatches(Protocol):
+    """A policy that restricts which tools may share a batch in the next planner step.
+
+    The loop passes the groups to the planner, whose decoding grammar lets a batch take its
+    calls from one group only; a policy that asks for groups still decides on a batch that
+    spans them (a planner need not honour the grammar).
+    """
+
+    def batch_groups(self, run: RunView) -> list[list[str]]:
+        """Tool names a batch takes all its calls from one of (empty: no restriction)."""
         ...
 
 

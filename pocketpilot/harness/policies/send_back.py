@@ -6,13 +6,20 @@ handed off; or a call failed on its arguments (a date written "March 9", a year 
 wrong) and the planner refused although the error said how to fix it. A refusal is for
 requests that must not be carried out, which neither is. A refusal with no failed call before
 it always stands.
+
+A refusal sent back after a fixable error is not offered in the next step: asked to fix the
+call, the 1.5B answered with the same refusal, which then stood (dev traces, a unit the
+converter lacks: three refusals where the converter skill's route was one call away). Where an
+in-force procedure names the route for that error code, the next step offers no question to
+the user either (told "or ask_user", the planner asked the user for the conversion factor the
+procedure gave); otherwise it can still ask, or finish saying what it could not do.
 """
 
 from __future__ import annotations
 
 from ...contracts import Refuse, Step, ToolCallAction
 from ._text import call_text
-from .base import BasePolicy, Hold, RunView, StopAction
+from .base import Advice, BasePolicy, Hold, RunView, StepReport, StopAction
 from .gates import held_result, ready_calls
 
 __all__ = ["SendBack"]
@@ -46,6 +53,12 @@ class SendBack(BasePolicy):
     def __init__(self) -> None:
         super().__init__()
         self._used = False
+        self._withheld: frozenset[str] = frozenset()
+        """What the step after a refusal sent back for a fixable error does not offer."""
+
+    def after_step(self, report: StepReport, run: RunView) -> Advice | None:
+        withheld, self._withheld = self._withheld, frozenset()
+        return Advice(withhold=withheld) if withheld else None
 
     def on_stop(self, action: StopAction, run: RunView) -> Hold | None:
         if self._used or action.kind not in ("refuse", "delegate"):
@@ -74,13 +87,16 @@ class SendBack(BasePolicy):
             # what the gate says *now*, with the batch's results in: "a cast is running: stop it
             # first" rather than the batch-ordering message the call was held with
             detail = next((m for g in run.gates if (m := g.check(call, [call], run.gate_history))), detail)
-        message = (
-            "refuse is for requests that must not be carried out; this one only hit a fixable error "
-            f"({failed.code}: {detail}). Do what the error says and call again, "
-            "or ask_user if you need information only the user has."
-        )
+        said = ("refuse is for requests that must not be carried out; this one only hit a fixable error "
+                f"({failed.code}: {detail}).")
         procedure = _procedure_for(run, failed.code)
-        return Hold("not_allowed", f"{message} Your procedure says: {procedure}" if procedure else message)
+        if procedure:
+            # the route is known: pointing at the user as well got a question that quoted it back
+            self._withheld = frozenset({"refuse", "ask_user"})
+            return Hold("not_allowed", f"{said} Your procedure says: {procedure} Do that next.")
+        self._withheld = frozenset({"refuse"})
+        return Hold("not_allowed", f"{said} Do what the error says and call again, or ask_user if you need "
+                                   "information only the user has.")
 
 
 def _procedure_for(run: RunView, code: str) -> str | None:
