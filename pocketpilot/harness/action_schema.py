@@ -189,4 +189,3 @@ def parse_action(
             if call.name not in exposed:
                 raise PlannerOutputError(raw, f"tool {call.name!r} is not exposed in this step")
     return action
-

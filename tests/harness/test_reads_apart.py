@@ -82,3 +82,18 @@ async def test_bare_mode_keeps_mixed_batches_and_offers_no_groups():
     assert [r.ok for r in episode.steps[0].results] == [True, True]
     assert json.loads(episode.header.model_dump_json())["policies"] == [
         {"name": p.name, "params": p.params()} for p in safety_policies()]
+
+
+def test_groups_of_two_policies_that_shape_batches_intersect():
+    class ByApp(ReadsApart):
+        name = "by_app"
+
+        def batch_groups(self, run):
+            return [["look", "flip"], ["peek", "tap"]]
+
+    class View:
+        tools = {t.name: t for t in (_spec("look", effect="read"), _spec("peek", read_only=True),
+                                     _spec("flip", effect="setting"), _spec("tap"))}
+
+    assert batch_groups([ReadsApart(), ByApp()], View()) == [["look"], ["peek"], ["flip"], ["tap"]]
+    assert batch_groups([ByApp()], View()) == [["look", "flip"], ["peek", "tap"]]

@@ -561,6 +561,7 @@ async def test_the_step_after_a_refusal_sent_back_offers_no_refusal(lib):
                              config=HarnessConfig()).run("What is 100 meters in yards?")
     offered = [r.kinds for r in planner.requests]
     assert "refuse" in offered[1] and "refuse" not in offered[2] and "refuse" in offered[3]
+    assert "ask_user" not in offered[2]  # the procedure names the route for unsupported_unit
     assert episode.stop_reason == "refuse" and len(episode.steps) == 4
 
 

@@ -63,8 +63,8 @@ __all__ = [
     "Stop",
     "StopAction",
     "UndoGuard",
-    "default_entries",
     "batch_groups",
+    "default_entries",
     "default_policies",
     "describe",
     "from_entries",
@@ -110,7 +110,8 @@ def batch_groups(policies: Iterable[Policy], run: RunView) -> list[list[str]]:
         if not groups:
             groups = asked
             continue
-        groups = [both for g in groups for a in asked if (both := [n for n in g if n in set(a)])]
+        sets = [set(a) for a in asked]
+        groups = [both for g in groups for a in sets if (both := [n for n in g if n in a])]
     return groups if len(groups) > 1 else []
 
 
