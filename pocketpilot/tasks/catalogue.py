@@ -6,14 +6,22 @@ and the world's state (ids where the tool declares an id argument, existing name
 reads by name, new names where it creates), calls the tool on a fresh world, and keeps the
 calls that succeed: state-changing ones only if the state changed, reads only if they returned
 something. What a call changed is then the evidence criteria are built from.
+
+A state string with the shape of a value the world *declares* (a timestamp's day, a string some
+tool's parameter pattern takes: a time, a PIN) is a typed value: it is offered where a pattern or
+a read takes it, never as free text. A permissive world accepts "2025-03-14" as an SMS recipient
+(it looks like a number), and a goal built on that call asks for nonsense.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,8 +78,11 @@ async def run_calls(
     return results, before, steps[-1] if steps else before, steps
 
 
-def state_strings(dump: Any, key: str | None = None) -> list[tuple[str, str]]:
-    """Every short string leaf of a dumped state, with the key it sits under (ids, names, labels)."""
+def state_strings(dump: Any, key: str | None = None, *, days: set[str] | None = None) -> list[tuple[str, str]]:
+    """Every short string leaf of a dumped state, with the key it sits under (ids, names, labels).
+
+    ``days`` collects the strings that are a timestamp's day (the state stored a time, not text).
+    """
     out: list[tuple[str, str]] = []
 
     def walk(node: Any, under: str) -> None:
@@ -83,6 +94,8 @@ def state_strings(dump: Any, key: str | None = None) -> list[tuple[str, str]]:
                 walk(v, under)
         elif isinstance(node, str) and _DATETIME.match(node):
             out.append((under, node[:10]))  # a timestamp's day: what a day-based read takes
+            if days is not None:
+                days.add(node[:10])
         elif isinstance(node, str) and 0 < len(node) <= 40:
             out.append((under, node))
 
@@ -99,11 +112,14 @@ class Catalogue:
         self.specs: dict[str, ToolSpec] = {t.name: t for t in world.tools()}
         self._probes: dict[str, list[Probe]] = {}
         self._failures: dict[str, list[dict[str, Any]]] = {}
+        self._typed: set[str] = set()
 
     async def build(self) -> Catalogue:
         """Probe every tool (a few dozen calls each)."""
         base = self.world.start(self.patch).dump()
-        strings = state_strings(base)
+        strings = state_strings(base, days=self._typed)
+        shapes = [re.compile(p) for p in sorted(declared_patterns(self.specs.values()))]
+        self._typed |= {v for _, v in strings if any(shape.fullmatch(v) for shape in shapes)}
         for name, spec in self.specs.items():
             self._probes[name], self._failures[name] = await self._probe(spec, strings)
         return self
@@ -156,8 +172,9 @@ class Catalogue:
             # several free strings drawn from the whole state almost never pair up (a unit with a
             # unit); names come in through the declared name argument, so the pools serve here
             return list(pools.strings) if len(free) > 1 else list(dict.fromkeys([*state_values, *pools.strings]))
-        # free text: mostly the phrase pool (a message body), the state's strings too (a recipient)
-        others = [v for k, v in dict.fromkeys(strings) if k != "id"]
+        # free text: mostly the phrase pool (a message body), the state's strings too (a recipient),
+        # never a typed value (a day, a time) the world only accepts because it accepts anything
+        others = [v for k, v in dict.fromkeys(strings) if k != "id" and v not in self._typed]
         return [*pools.phrases * max(1, len(others) // len(pools.phrases)), *others]
 
     async def _probe(self, spec: ToolSpec, strings: list[tuple[str, str]]) -> tuple[list[Probe], list[dict[str, Any]]]:
@@ -195,7 +212,7 @@ class Catalogue:
                 bad.append(args)  # worked, changed nothing here: still a fix where the state differs
                 continue
             good.append(Probe(spec.name, args, result.data, before, after, changes))
-        if not good and 0 < len(props) <= 3 and (spec.effect == "read" or spec.read_only):
+        if not good and 0 < len(props) <= 3:
             good.extend(await self._sweep(spec, cands, required, seen))
         if spec.effect != "read" and not spec.read_only and props:
             # from a working call, or (none worked) from drawn required arguments
@@ -227,7 +244,7 @@ class Catalogue:
             # key's other strings too (the displays listed together, the contacts' names)
             by_key: dict[str, list[str]] = {}
             for k, v in strings:
-                if k != "id" and v not in by_key.setdefault(k, []):
+                if k != "id" and v not in self._typed and v not in by_key.setdefault(k, []):
                     by_key[k].append(v)
             hits: list[Probe] = []
             tried = 0
@@ -264,23 +281,80 @@ class Catalogue:
     async def _sweep(self, spec: ToolSpec, cands: dict[str, list[Any]], required: set[str],
                      seen: set[str]) -> list[Probe]:
         """Every combination of the required parameters' candidates (capped), for a tool whose
-        working arguments random draws missed (two units that convert into each other)."""
+        working arguments random draws missed: two units that convert into each other, or the one
+        lock among the state's ids that takes the one PIN (a recovery's setup is there)."""
         names = [p for p in cands if p in required and cands[p]]
-        combos = list(itertools.product(*(cands[p] for p in names)))
-        self._rng.shuffle(combos)
+        pools = {p: list(cands[p]) for p in names}
         found: list[Probe] = []
+        if len(names) > 1 and math.prod(len(v) for v in pools.values()) > _SWEEP:
+            widest = max(names, key=lambda p: len(pools[p]))
+            pools[widest], found = await self._narrow(spec, pools, widest)
+        combos = list(itertools.product(*(pools[p] for p in names)))
+        self._rng.shuffle(combos)
         for values in combos[:_SWEEP]:
+            if len(found) >= 12:
+                break
             args = dict(zip(names, values, strict=True))
             if repr(sorted(args.items())) in seen:
                 continue
-            results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
-            changes = tuple(diff_values(before, after))
-            if results[0].ok and (changes or ((spec.effect == "read" or spec.read_only)
-                                              and results[0].data not in (None, [], {}, ""))):
-                found.append(Probe(spec.name, args, results[0].data, before, after, changes))
-                if len(found) >= 12:
-                    break
+            seen.add(repr(sorted(args.items())))
+            probe = await self._try(spec, args)
+            if probe is not None:
+                found.append(probe)
         return found
+
+    async def _narrow(self, spec: ToolSpec, pools: dict[str, list[Any]], widest: str) -> tuple[list[Any], list[Probe]]:
+        """The values of ``widest`` (the state's ids, say) that get further than most: each tried
+        with the other parameters held, the ones whose call fails *differently* from the most
+        common failure (a wrong PIN, not "no such record") are the ones worth crossing with the
+        rest. Works from outcomes alone: no error code has to mean anything in particular."""
+        held = {p: v[0] for p, v in pools.items() if p != widest}
+        outcomes: dict[Any, str | None] = {}
+        found: list[Probe] = []
+        for value in pools[widest]:
+            args = {**held, widest: value}
+            results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
+            result = results[0]
+            outcomes[value] = None if result.ok else (result.error.code if result.error else "error")
+            probe = self._kept(spec, args, result, before, after)
+            if probe is not None:
+                found.append(probe)
+        common = Counter(outcomes.values()).most_common(1)[0][0]
+        further = [v for v, outcome in outcomes.items() if outcome != common]
+        return further or pools[widest], found
+
+    async def _try(self, spec: ToolSpec, args: dict[str, Any]) -> Probe | None:
+        results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
+        return self._kept(spec, args, results[0], before, after)
+
+    @staticmethod
+    def _kept(spec: ToolSpec, args: dict[str, Any], result: ToolResult, before: dict[str, Any],
+              after: dict[str, Any]) -> Probe | None:
+        """A probe if the call worked and did something: changed the state, or (a read) returned data."""
+        changes = tuple(diff_values(before, after))
+        if result.ok and (changes or ((spec.effect == "read" or spec.read_only)
+                                      and result.data not in (None, [], {}, ""))):
+            return Probe(spec.name, args, result.data, before, after, changes)
+        return None
+
+
+def declared_patterns(specs: Iterable[ToolSpec]) -> set[str]:
+    """Every ``pattern`` the tools' parameter schemas declare, nested ones too (``anyOf``, items)."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                found.add(node["pattern"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for spec in specs:
+        walk(spec.parameters.get("properties") or {})
+    return found
 
 
 def _concrete(schema: dict[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,11 @@ def _lc(text: str) -> str:
     return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) == 1 else text
 
 
+def _states(value: Any, text: str) -> bool:
+    """Whether ``text`` already says ``value``, as a word of its own: "1" is not in "100.0"."""
+    return re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w]|\.\d)", text, re.IGNORECASE) is not None
+
+
 def _label(key: str) -> str:
     return key.replace("_", " ")
 
@@ -650,9 +655,9 @@ class Drafter:
         before, after, _ = ran
         crit, allow = self._grounded(before, after)
         read = self.clause(r.tool, r.args, before, rng)
-        if str(v).lower() in read.lower():
-            return None  # the request would hold what the helper is to find out
         action = self.clause(w.tool, args, before, rng, omit=[ft]) + f", with the {_label(key)} as the {_label(ft)}"
+        if _states(v, read) or _states(v, action):
+            return None  # the request would hold what the helper is to find out
         delegate = {"instruction": _cap(read) + ".", "tools": [r.tool],
                     "steps": [_call(r.tool, r.args), {"finish": f"{_label(key)}: {v}"}]}
         oracle = [{"delegate": delegate}, *self._with_observe([w.tool], [_call(w.tool, args)]),

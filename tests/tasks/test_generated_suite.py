@@ -7,6 +7,7 @@ import shutil
 from collections import Counter
 
 import pytest
+import yaml
 
 from pocketpilot.tasks import load_suite, split_lock
 from pocketpilot.tasks.audit import audit_task
@@ -53,7 +54,8 @@ def test_a_changed_generated_test_task_is_caught(tmp_path) -> None:
     shutil.copytree(SUITE_DIR, data)
     split_lock.write_lock(data, lock)
     victim = next(data / f"{t.id}.yaml" for t in SUITE if t.split == "test")
-    victim.write_text(victim.read_text().replace("goal: ", "goal: (reworded) ", 1))
+    spec = yaml.safe_load(victim.read_text())
+    victim.write_text(yaml.safe_dump({**spec, "goal": f"(reworded) {spec['goal']}"}, sort_keys=False))
     assert split_lock.drift(data, lock)["changed"] == [victim.stem]
 
 
