@@ -50,7 +50,6 @@ _MODELS = {
     "refuse": Refuse,
     "finish": Finish,
 }
-_strip = grammar_friendly
 
 
 def _hoist_defs(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:
@@ -70,10 +69,10 @@ def _hoist_defs(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> di
     return json.loads(text)
 
 
-def _call_variants(tools: Sequence[ToolSpec], defs: dict[str, Any]) -> list[dict[str, Any]]:
+def _call_variants(tools: Sequence[ToolSpec], defs: dict[str, Any], lengths: bool) -> list[dict[str, Any]]:
     variants = []
     for spec in tools:
-        params = _hoist_defs(_strip(spec.parameters), re.sub(r"\W", "_", spec.name), defs)
+        params = _hoist_defs(grammar_friendly(spec.parameters, lengths=lengths), re.sub(r"\W", "_", spec.name), defs)
         params.setdefault("type", "object")
         params.setdefault("properties", {})
         variants.append(
@@ -88,8 +87,8 @@ def _call_variants(tools: Sequence[ToolSpec], defs: dict[str, Any]) -> list[dict
 
 
 def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any],
-                      groups: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
-    variants = _call_variants(tools, defs)
+                      groups: Sequence[Sequence[str]] = (), lengths: bool = False) -> dict[str, Any]:
+    variants = _call_variants(tools, defs, lengths)
     by_name = {spec.name: v for spec, v in zip(tools, variants)}
     parts = [[by_name[n] for n in g if n in by_name] for g in groups]
     parts = [p for p in parts if p]
@@ -110,8 +109,8 @@ def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any],
     }
 
 
-def _simple_schema(kind: str, skills: Sequence[str], tools: Sequence[ToolSpec]) -> dict[str, Any]:
-    schema = _strip(_MODELS[kind].model_json_schema())
+def _simple_schema(kind: str, skills: Sequence[str], tools: Sequence[ToolSpec], lengths: bool = False) -> dict[str, Any]:
+    schema = grammar_friendly(_MODELS[kind].model_json_schema(), lengths=lengths)
     props = schema["properties"]
     props["kind"] = {"const": kind}
     schema["required"] = ["kind", *[r for r in schema.get("required", []) if r != "kind"]]
@@ -129,6 +128,8 @@ def action_json_schema(
     kinds: Sequence[str] = ACTION_KINDS,
     skills: Sequence[str] = (),
     batch_groups: Sequence[Sequence[str]] = (),
+    *,
+    lengths: bool = False,
 ) -> dict[str, Any]:
     """JSON schema of the actions allowed in one step.
 
@@ -138,6 +139,8 @@ def action_json_schema(
         skills: loadable skill names; ``load_skill`` is dropped when there are none.
         batch_groups: tool names a batch takes all its calls from one of (fewer than two
             non-empty groups: any mix).
+        lengths: keep every string length bound (an engine that enforces them cheaply); by
+            default long ones are dropped for llama.cpp's GBNF converter.
     """
     unknown = [k for k in kinds if k not in ACTION_KINDS]
     if unknown:
@@ -147,15 +150,15 @@ def action_json_schema(
     for kind in kinds:
         if kind == "tool_call":
             if tools:
-                variants.append(_tool_call_schema(tools, defs, batch_groups))
+                variants.append(_tool_call_schema(tools, defs, batch_groups, lengths))
         elif kind == "load_skill":
             if skills:
-                variants.append(_simple_schema(kind, skills, tools))
+                variants.append(_simple_schema(kind, skills, tools, lengths))
         elif kind == "delegate":
             if tools:
-                variants.append(_simple_schema(kind, skills, tools))
+                variants.append(_simple_schema(kind, skills, tools, lengths))
         else:
-            variants.append(_simple_schema(kind, skills, tools))
+            variants.append(_simple_schema(kind, skills, tools, lengths))
     if not variants:
         raise ContractError("no action kind is possible in this step")
     schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"oneOf": variants}

@@ -11,6 +11,7 @@ from pocketpilot.contracts import (
     CriterionResult,
     Episode,
     EpisodeHeader,
+    Finish,
     PlannerInfo,
     Step,
     ToolCall,
@@ -138,6 +139,25 @@ def test_schema_drops_impossible_kinds_and_narrows_skills():
         action_json_schema([], ("tool_call",))
     with pytest.raises(ContractError):
         action_json_schema(TOOLS, ("fly",))
+
+
+def test_schema_keeps_length_bounds_only_for_an_engine_that_enforces_them():
+    """A 1.5B wrote a 480-character finish summary three times over: the grammar had dropped the
+    400 bound (for llama.cpp's GBNF converter), validation then refused it, and greedy decoding
+    wrote it again. With ``lengths`` every bound reaches the grammar; without, long ones go."""
+    body = ToolSpec(name="post", parameters={"type": "object", "properties": {
+        "text": {"type": "string", "minLength": 3, "maxLength": 480}}, "required": ["text"]})
+
+    def bounds(schema):
+        finish = next(v for v in schema["oneOf"] if v["properties"]["kind"] == {"const": "finish"})
+        text = schema["$defs"]["call"]["properties"]["arguments"]["properties"]["text"]
+        return finish["properties"]["summary"], text
+
+    summary, text = bounds(action_json_schema([body], ("tool_call", "finish"), lengths=True))
+    assert summary["maxLength"] == Finish.model_fields["summary"].metadata[-1].max_length == 400
+    assert (text["minLength"], text["maxLength"]) == (3, 480)
+    summary, text = bounds(action_json_schema([body], ("tool_call", "finish")))
+    assert "maxLength" not in summary and "maxLength" not in text and text["minLength"] == 1
 
 
 def test_schema_hoists_nested_defs_per_tool():

@@ -171,3 +171,25 @@ async def test_batch_groups_keep_a_copied_mixed_batch_apart(test_gguf, constrain
     assert len({c.name for c in free.action.calls}) > 1  # the model does copy a batch when nothing stops it
     names = {c.name for c in kept.action.calls}
     assert any(names <= set(g) for g in groups), names
+
+
+@pytest.mark.parametrize("constraint", ["llguidance", "gbnf"])
+async def test_a_summary_past_its_bound_is_unreachable_under_llguidance(test_gguf, constraint):
+    """Told to copy a finish whose summary is longer than the 400 characters an action allows,
+    the model copies it: under GBNF (which cannot hold long bounds) validation refuses the output,
+    under llguidance the grammar closes the string at the bound and the action is valid."""
+    long = " ".join(["The report is filed and the team has been told about it."] * 9)
+    assert len(long) > 400
+    messages = [ChatMessage(role="system", content="Reply with the JSON the user gives, unchanged."),
+                ChatMessage(role="user", content='{"kind":"finish","summary":"' + long + '"}')]
+    planner = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=200), n_ctx=2048, constraint=constraint)
+    try:
+        if constraint == "gbnf":
+            with pytest.raises(PlannerOutputError, match="at most 400 characters"):
+                await planner.plan(PlanRequest(messages=messages, tools=[], kinds=("finish",)))
+            return
+        out = await planner.plan(PlanRequest(messages=messages, tools=[], kinds=("finish",)))
+    finally:
+        await planner.aclose()
+    assert out.action.kind == "finish" and 300 < len(out.action.summary) <= 400
+    assert long.startswith(out.action.summary[:300])  # it was copying, and stopped at the bound

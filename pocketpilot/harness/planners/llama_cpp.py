@@ -425,7 +425,10 @@ class LlamaCppPlanner:
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""
         await self.load()
-        schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups)
+        # llguidance compiles length bounds into its lexer: an over-long summary or argument is
+        # then unreachable instead of rejected after decoding (and written again on retry)
+        schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups,
+                                    lengths=self.constraint == "llguidance")
         self.last_schema = schema
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         prompt = self.render(request)
