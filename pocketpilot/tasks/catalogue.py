@@ -118,7 +118,7 @@ class Catalogue:
         """Probe every tool (a few dozen calls each)."""
         base = self.world.start(self.patch).dump()
         strings = state_strings(base, days=self._typed)
-        shapes = [re.compile(p) for p in sorted(declared_patterns(self.specs.values()))]
+        shapes = [re.compile(p) for p in declared_patterns(self.specs.values())]
         self._typed |= {v for _, v in strings if any(shape.fullmatch(v) for shape in shapes)}
         for name, spec in self.specs.items():
             self._probes[name], self._failures[name] = await self._probe(spec, strings)
@@ -198,23 +198,16 @@ class Catalogue:
             if key in seen:
                 continue
             seen.add(key)
-            results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
-            result = results[0]
-            changes = tuple(diff_values(before, after))
-            if not result.ok:
-                if not (result.error and result.error.code == "invalid_arguments"):
-                    bad.append(args)
-                continue
-            if spec.effect == "read" or spec.read_only:
-                if result.data in (None, [], {}, ""):
-                    continue
-            elif not changes:
+            result, probe = await self._try(spec, args)
+            if probe is not None:
+                good.append(probe)
+            elif not result.ok and not (result.error and result.error.code == "invalid_arguments"):
+                bad.append(args)
+            elif result.ok and not _reads(spec):
                 bad.append(args)  # worked, changed nothing here: still a fix where the state differs
-                continue
-            good.append(Probe(spec.name, args, result.data, before, after, changes))
         if not good and 0 < len(props) <= 3:
             good.extend(await self._sweep(spec, cands, required, seen))
-        if spec.effect != "read" and not spec.read_only and props:
+        if not _reads(spec) and props:
             # from a working call, or (none worked) from drawn required arguments
             base = good[0].args if good else {p: rng.choice(cands[p]) for p in props if p in required and cands[p]}
             widened, free = await self._widen(spec, base, strings, seen)
@@ -295,10 +288,11 @@ class Catalogue:
             if len(found) >= 12:
                 break
             args = dict(zip(names, values, strict=True))
-            if repr(sorted(args.items())) in seen:
+            key = repr(sorted(args.items()))
+            if key in seen:
                 continue
-            seen.add(repr(sorted(args.items())))
-            probe = await self._try(spec, args)
+            seen.add(key)
+            _, probe = await self._try(spec, args)
             if probe is not None:
                 found.append(probe)
         return found
@@ -312,30 +306,27 @@ class Catalogue:
         outcomes: dict[Any, str | None] = {}
         found: list[Probe] = []
         for value in pools[widest]:
-            args = {**held, widest: value}
-            results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
-            result = results[0]
+            result, probe = await self._try(spec, {**held, widest: value})
             outcomes[value] = None if result.ok else (result.error.code if result.error else "error")
-            probe = self._kept(spec, args, result, before, after)
             if probe is not None:
                 found.append(probe)
         common = Counter(outcomes.values()).most_common(1)[0][0]
         further = [v for v, outcome in outcomes.items() if outcome != common]
         return further or pools[widest], found
 
-    async def _try(self, spec: ToolSpec, args: dict[str, Any]) -> Probe | None:
+    async def _try(self, spec: ToolSpec, args: dict[str, Any]) -> tuple[ToolResult, Probe | None]:
+        """One call from the start state: its result, and a probe if it worked and did something
+        (a read returned data; any other call changed the state)."""
         results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
-        return self._kept(spec, args, results[0], before, after)
-
-    @staticmethod
-    def _kept(spec: ToolSpec, args: dict[str, Any], result: ToolResult, before: dict[str, Any],
-              after: dict[str, Any]) -> Probe | None:
-        """A probe if the call worked and did something: changed the state, or (a read) returned data."""
+        result = results[0]
         changes = tuple(diff_values(before, after))
-        if result.ok and (changes or ((spec.effect == "read" or spec.read_only)
-                                      and result.data not in (None, [], {}, ""))):
-            return Probe(spec.name, args, result.data, before, after, changes)
-        return None
+        if result.ok and (result.data not in (None, [], {}, "") if _reads(spec) else changes):
+            return result, Probe(spec.name, args, result.data, before, after, changes)
+        return result, None
+
+
+def _reads(spec: ToolSpec) -> bool:
+    return spec.effect == "read" or spec.read_only
 
 
 def declared_patterns(specs: Iterable[ToolSpec]) -> set[str]:
