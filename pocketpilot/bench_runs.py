@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from .errors import BackendUnavailableError, UsageError
 from .evaluation import TaskOutcome
 
-__all__ = ["OUTCOME_LOG", "OutcomeLog", "parse_shard", "run_ray_outcomes", "shard_of", "shard_tasks"]
+__all__ = ["OUTCOME_LOG", "OutcomeLog", "parse_shard", "run_ray_outcomes", "shard_of", "shard_tasks", "still_valid"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,24 @@ class OutcomeLog:
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(outcome.model_dump_json() + "\n")
             fh.flush()
+
+
+def still_valid(done: dict[tuple[str, str], TaskOutcome], tasks: Sequence[Any],
+                modes: Sequence[str]) -> dict[tuple[str, str], TaskOutcome]:
+    """The recorded outcomes a resumed run may keep: of a selected task and mode, and of the task
+    as it is now. A task edited or regenerated since it ran (same id, other content) runs again,
+    so one report never mixes two versions of a task. An outcome from a log older than the
+    recorded digest is kept: nothing says it differs."""
+    current = {t.id: t.digest() for t in tasks}
+    kept: dict[tuple[str, str], TaskOutcome] = {}
+    for (task_id, mode), outcome in done.items():
+        if mode not in modes or task_id not in current:
+            continue
+        if outcome.task_digest and outcome.task_digest != current[task_id]:
+            logger.info("%s (%s) changed since it ran: it runs again", task_id, mode)
+            continue
+        kept[(task_id, mode)] = outcome
+    return kept
 
 
 def run_ray_outcomes(tasks: Sequence[Any], factory: Any, *, workers: int = 2, trace_dir: Path | None = None,

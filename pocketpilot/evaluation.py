@@ -92,6 +92,8 @@ class TaskOutcome(BaseModel):
     """Calls that reached the executor although a declared precondition was unmet (None: no
     preconditions are declared, so nothing could be counted)."""
     trace: str | None = None
+    task_digest: str = ""
+    """The task's :meth:`TaskSpec.digest` when it ran (empty in logs older than the field)."""
 
 
 def _summary(items: Sequence[TaskOutcome]) -> dict[str, float]:
@@ -280,6 +282,7 @@ async def run_task(
         failed_criteria=[c.name for c in verdict.criteria if not c.passed] if verdict else [],
         gate_violations=kit.violations(episode),
         trace=str(trace) if trace else None,
+        task_digest=task.digest(),
     )
     return episode, outcome
 

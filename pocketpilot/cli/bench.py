@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from ..bench_runs import OutcomeLog, parse_shard, run_ray_outcomes, shard_tasks
+from ..bench_runs import OutcomeLog, parse_shard, run_ray_outcomes, shard_tasks, still_valid
 from ..errors import BackendUnavailableError, UsageError
 from ..evaluation import BenchReport, Mode, SuiteReport, TaskOutcome, load_harness_kit, run_comparison
 from ..tasks import load_suite
@@ -67,7 +67,7 @@ def select_tasks(
 @click.option("--group", "groups", multiple=True, type=click.Choice(["tool_use", "memory", "skills", "subagent"]),
               help="Only these capability groups (repeatable).")
 @click.option("--limit", type=int, default=None, help="At most N tasks (a stated subset).")
-@click.option("--per-group", type=int, default=None, help="Only the first N tasks of each group (a stratified subset).")
+@click.option("--per-group", type=int, default=None, help="Only N evenly spaced tasks of each group (a stratified subset).")
 @click.option("--no-harness", "no_harness", is_flag=True, help="Bare planner: memories as earlier conversation, no skills/retrieval/gates.")
 @click.option("--compare", is_flag=True, help="Run bare and harness on the same tasks and report the lift.")
 @click.option("--embedder/--no-embedder", "use_embedder", default=True, show_default=True,
@@ -101,7 +101,7 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
     modes: tuple[Mode, ...] = ("bare", "harness") if compare else ("bare",) if no_harness else ("harness",)
     log = OutcomeLog(Path(trace_dir)) if trace_dir else None
     done = log.load() if (log is not None and resume) else {}
-    done = {k: v for k, v in done.items() if k[1] in modes and k[0] in {t.id for t in tasks}}
+    done = still_valid(done, tasks, modes)
     if resume:
         click.echo(f"resume: {len(done)} of {len(tasks) * len(modes)} run(s) already finished")
     if backend == "ray":

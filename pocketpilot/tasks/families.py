@@ -488,32 +488,59 @@ class Drafter:
         probes = [p for tool in tools for p in self.cat.probes(tool) if p.writes]
         rng.shuffle(probes)
         # words that start two or more of the state's names ("Alice" of two contacts): a request
-        # naming only the word is ambiguous if the call fails with it and works with a full name
-        names = [v for _, v in state_strings(self.world.base()) if " " in v]
+        # naming only the word is ambiguous where the argument picks a record (see _refers)
+        state = {v for _, v in state_strings(self.world.base())}
+        names = [v for v in state if " " in v]
         starts: dict[str, list[str]] = {}
         for v in names:
             starts.setdefault(v.split()[0], []).append(v)
         shared = {w: sorted(set(vs)) for w, vs in starts.items() if len(set(vs)) > 1 and len(w) > 2}
         if not shared:
             return None
+        fresh = [n for n in self.pools.names if n not in state][:3]
         for p in probes[:40]:
             spec = self.specs[p.tool]
             texts = [a for a, v in p.args.items() if isinstance(v, str) and a not in (spec.id_arg,)]
             if not texts:
                 continue
-            arg = rng.choice(texts)
-            word = rng.choice(sorted(shared))
-            matching = shared[word]
-            full = await run_calls(self.world, [(p.tool, {**p.args, arg: matching[0]})])
-            res, _, _, _ = await run_calls(self.world, [(p.tool, {**p.args, arg: word})])
-            if res[0].ok or not full[0][0].ok or full[1] == full[2]:
+            pairs = [(a, w) for a in texts for w in sorted(shared)]
+            rng.shuffle(pairs)
+            found = None
+            for arg, word in pairs:
+                if await self._refers(p.tool, p.args, arg, word, shared[word], fresh):
+                    found = arg, word
+                    break
+            if found is None:
                 continue
+            arg, word = found
+            matching = shared[word]
             action = self.clause(p.tool, {**p.args, arg: word}, p.before, rng)
             oracle = [{"ask_user": f"Which {word} do you mean: {' or '.join(matching[:3])}?"}]
             criteria = [{"kind": "stop", "reason": ["ask_user"]}, {"kind": "no_call", "tool": p.tool},
                         _unchanged([])]
             return Draft(self.fmt(t.goal, rng, action=action), oracle, criteria, self._exposed(p.tool))
         return None
+
+    async def _refers(self, tool: str, args: dict[str, Any], arg: str, word: str, matching: list[str],
+                      fresh: list[str]) -> bool:
+        """Whether ``arg`` picks one of the state's records, so that a ``word`` two of them start
+        with is a question to ask, not a value to use: two of the ``matching`` names each work (and
+        do different things), the word fails, and so do names the state doesn't hold. A value the
+        schema refuses (too short a card number) or a new record's name is never ambiguous."""
+        async def outcome(value: str) -> tuple[bool, str | None, Any]:
+            results, before, after, _ = await run_calls(self.world, [(tool, {**args, arg: value})])
+            error = results[0].error.code if results[0].error else None
+            return results[0].ok and after != before, error, after
+
+        ok, error, _ = await outcome(word)  # the cheapest test first: most pairs end here
+        if ok or error == "invalid_arguments":
+            return False
+        (ok_a, _, after_a), (ok_b, _, after_b) = [await outcome(v) for v in matching[:2]]
+        if not (ok_a and ok_b) or after_a == after_b:
+            return False
+        others = [await outcome(v) for v in fresh]
+        valid = [o for o in others if o[1] != "invalid_arguments"]
+        return bool(valid) and not any(o[0] for o in valid)
 
     def _seed(self, content: str, day: int, **extra: Any) -> dict[str, Any]:
         return {"content": content, "tier": "user", "source": "user_statement", "category": "preference",

@@ -37,6 +37,7 @@ A task on a world of its own (see :class:`WorldSpec` and :mod:`pocketpilot.tasks
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime
 from pathlib import Path
@@ -492,6 +493,11 @@ class TaskSpec(_Spec):
     def roots(self) -> tuple[Path, ...]:
         """Where the world's modules are imported from (the task file's folder, a suite's folder)."""
         return self._roots
+
+    def digest(self) -> str:
+        """sha256 of the task's content: an outcome recorded for another version of the same id
+        (a regenerated suite) is not this task's outcome."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
     def with_roots(self, roots: tuple[Path, ...]) -> TaskSpec:
         """This spec remembering where its world's modules are imported from."""

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pocketpilot.bench_runs import OutcomeLog, parse_shard, shard_of, shard_tasks
+from pocketpilot.bench_runs import OutcomeLog, parse_shard, shard_of, shard_tasks, still_valid
 from pocketpilot.errors import BackendUnavailableError, UsageError
 from pocketpilot.evaluation import HarnessKit, run_comparison
 from pocketpilot.harness.planners import ScriptedPlanner
@@ -56,6 +56,27 @@ async def test_resume_skips_what_finished_and_reports_it_unchanged(tmp_path) -> 
     assert outcomes[:2] == first.runs["bare"].outcomes
     per_task = report.to_json()["runs"]["bare"]["wall_s"]["per_task"]
     assert set(per_task) == {t.id for t in tasks}
+
+
+async def test_resume_runs_again_a_task_changed_since_it_ran(tmp_path) -> None:
+    tasks = load_suite("dev")[:3]
+    log = OutcomeLog(tmp_path)
+    await run_comparison(tasks, ScriptedPlanner([FINISH] * 3), modes=("bare",), kit=HarnessKit(),
+                         on_task=lambda i, o: log.append(o))
+    done = log.load()
+    assert all(o.task_digest == t.digest() for t, o in zip(tasks, (done[(t.id, "bare")] for t in tasks), strict=True))
+    # the suite regenerated: the second task keeps its id, its goal is another
+    edited = [tasks[0], tasks[1].model_copy(update={"goal": tasks[1].goal + " Today."}), tasks[2]]
+    assert edited[1].digest() != tasks[1].digest()
+    # a line from a log older than the digest: nothing says the task differs, so it is kept
+    old = done[(tasks[2].id, "bare")].model_copy(update={"task_digest": ""})
+    kept = still_valid({**done, (tasks[2].id, "bare"): old}, edited, ("bare",))
+    assert set(kept) == {(tasks[0].id, "bare"), (tasks[2].id, "bare")}
+    assert still_valid(done, edited, ("harness",)) == {}  # another mode's outcomes are not this run's
+    ran: list[str] = []
+    await run_comparison(edited, ScriptedPlanner([FINISH]), modes=("bare",), kit=HarnessKit(), done=kept,
+                         on_task=lambda i, o: ran.append(o.task_id))
+    assert ran == [tasks[1].id]
 
 
 def _bench(*args: str):

@@ -298,3 +298,35 @@ def test_the_sweep_finds_the_one_record_and_code_a_change_takes(world, catalogue
     probes = catalogue.probes("unlock_door")
     assert probes and {p.args["device_id"] for p in probes} <= locks
     assert all(p.writes for p in probes)
+
+
+def test_an_ambiguity_task_asks_only_about_a_value_that_picks_a_record(world, catalogue) -> None:
+    """A clarification task once asked "which ICE do you mean" of a new loyalty card's number:
+    "ICE" failed only because the schema wants four characters, and "Morning" as a new scene's
+    name failed only because a scene has it. A word is a question only where the parameter picks
+    one of the state's records: two of the named ones work, the word and unknown names do not."""
+    from pocketpilot.tasks.families import Drafter
+
+    pools = load_templates().pools
+    drafter = Drafter(world, catalogue, pools)
+    fresh = ["Zed Quorum", "Parking"]
+
+    async def refers(tool, args, arg, word, matching):
+        return await drafter._refers(tool, args, arg, word, matching, fresh)
+
+    alices = ["Alice Chen", "Alice Moreau"]
+    assert asyncio.run(refers("send_sms", {"to": "Alice", "body": "hi"}, "to", "Alice", alices))
+    # a schema refusal (too short) and a free-text field are not ambiguity
+    assert not asyncio.run(refers("add_loyalty_card", {"store": "Dinner", "number": "ICE"}, "number", "ICE",
+                                  ["ICE 1003", "ICE 1007"]))
+    assert not asyncio.run(refers("send_sms", {"to": "+1-555-0102", "body": "Alice"}, "body", "Alice", alices))
+    # a new record's name: a taken one fails, any other works
+    assert not asyncio.run(refers("create_scene", {"name": "Morning", "room": "Bedroom"}, "name", "Morning",
+                                  ["Morning Tide", "Morning coffee"]))
+    gen = generate(world, count=4, seed=0, only=["clarify-ambiguous"])
+    assert gen.tasks
+    for task in gen.tasks:
+        call = next(iter(task["criteria"][1:2]))  # the tool the request names, which it must not call
+        question = task["oracle"][-1]["ask_user"]
+        word = re.match(r"Which (.+?) do you mean", question).group(1)
+        assert f'"{word}"' in task["goal"] and call["kind"] == "no_call"
