@@ -83,9 +83,11 @@ def report(args: argparse.Namespace) -> int:
     info = {"log": str(args.log)}
     bench = BenchReport(planner=info, split="test", task_ids=[t.id for t in paired], kit={},
                         runs={m: SuiteReport(planner=info, outcomes=o, mode=m) for m, o in by_mode.items()})
-    templates = {t.id: t for t in load_templates().templates}
-    declared = {t.id: templates[tpl].difficulty if (tpl := template_of(t.id, list(templates))) in templates else "?"
-                for t in paired}
+    level_of = {t.id: t.difficulty for t in load_templates().templates}  # declared; "?" for a bundled task
+    per_template: dict[str, list[str]] = defaultdict(list)
+    for t in paired:
+        per_template[template_of(t.id, list(level_of))].append(t.id)
+    level_of["bundled"] = "?"
 
     out: list[str] = [
         f"# Calibration: {len(paired)} of {len(tasks)} sampled test tasks ran in both modes",
@@ -98,23 +100,20 @@ def report(args: argparse.Namespace) -> int:
         "| template | declared | tasks | bare | measured | harness |",
         "|---|---|---|---|---|---|",
     ]
-    per_template: dict[str, list[str]] = defaultdict(list)
-    for t in paired:
-        per_template[template_of(t.id, list(templates))].append(t.id)
+    order = (*LEVELS, "?")
     agree = 0
-    for name in sorted(per_template, key=lambda n: (LEVELS.index(templates[n].difficulty) if n in templates else 3, n)):
-        ids = per_template[name]
+    for name in sorted(per_template, key=lambda n: (order.index(level_of[n]), n)):
+        ids, level = per_template[name], level_of[name]
         bare = [done[(i, "bare")] for i in ids]
         measured = difficulty_of(sum(o.success for o in bare) / len(bare))
-        level = templates[name].difficulty if name in templates else "?"
         agree += (measured == level) * len(ids)
         out.append(f"| {name} | {level} | {len(ids)} | {_rate(bare)} | {measured} | "
                    f"{_rate([done[(i, 'harness')] for i in ids])} |")
     out += ["", f"Tasks whose template's declared difficulty matches the measured bucket "
                 f"(easy ≥ 80 %, hard ≤ 30 % bare): {agree}/{len(paired)}", "",
             "## Per declared difficulty", "", "| declared | tasks | bare | harness |", "|---|---|---|---|"]
-    for level in (*LEVELS, "?"):
-        ids = [i for i, d in declared.items() if d == level]
+    for level in order:
+        ids = [i for name, items in per_template.items() if level_of[name] == level for i in items]
         if ids:
             out.append(f"| {level} | {len(ids)} | {_rate([done[(i, 'bare')] for i in ids])} | "
                        f"{_rate([done[(i, 'harness')] for i in ids])} |")
