@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "cache": "cache:cache",
     "sandbox": "sandbox:sandbox",
     "tasks": "tasks:tasks",
+    "serve": "serve:serve",
 }
 
 

@@ -1,0 +1,97 @@
+"""Devices under the service: one that drops mid-run, and two sessions sharing one phone."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pocketpilot.contracts import ToolCall, ToolResult, ToolSpec
+from pocketpilot.errors import DeviceOfflineError
+from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+from pocketpilot.serve import OpenedDevice
+
+from _serve_support import Served, kind, question, sse
+
+TWO_READS = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+             {"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+             {"kind": "finish", "summary": "read it twice"}]
+POWER_OFF = [{"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},
+             {"kind": "finish", "summary": "phone is off"}]
+
+
+class DropsAfter:
+    """A sandbox phone whose connection drops after ``calls`` calls (an unplugged cable)."""
+
+    def __init__(self, calls: int) -> None:
+        self.phone = SandboxPhone()
+        self._inner = SandboxExecutor(self.phone, ["power"])
+        self._left = calls
+        self.closed = False
+
+    def tools(self) -> list[ToolSpec]:
+        return self._inner.tools()
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        if self._left <= 0:
+            raise DeviceOfflineError("emulator-5554", "device offline")
+        self._left -= 1
+        return await self._inner.call(call)
+
+
+async def test_a_device_that_drops_mid_run_is_a_typed_error_and_keeps_the_trace(make_server) -> None:  # type: ignore[no-untyped-def]
+    devices: list[DropsAfter] = []
+
+    async def open_device(spec: Any) -> OpenedDevice:
+        device = DropsAfter(1)
+        devices.append(device)
+
+        async def close() -> None:
+            device.closed = True
+
+        return OpenedDevice(device, "adb:emulator-5554", close=close, state=device.phone)
+
+    async with make_server(devices=open_device) as s:
+        sid, key = await s.open(TWO_READS)
+        await s.send(sid, key, "read the device twice")
+        got = await sse(s.client, f"/v1/sessions/{sid}/events", s.auth(key),
+                        until=lambda e: e.event == "state" and e.data["state"] == "device_lost")
+        end = next(e.data for e in got if e.event == "end")
+        assert end["stop_reason"] == "device_lost"
+        error = next(e.data for e in got if e.event == "error")
+        assert error["code"] == "device_lost" and "offline" in error["message"]
+        status = (await s.client.get(f"/v1/sessions/{sid}", headers=s.auth(key))).json()
+        assert status["state"] == "device_lost" and status["error"]["code"] == "device_lost"
+        r = await s.send(sid, key, "again")
+        assert r.status_code == 503 and r.json()["error"]["code"] == "device_lost"
+        assert "\n" not in r.json()["error"]["message"]
+        # nothing lost: the step that ran is in the trace, served as recorded
+        (episode,) = status["traces"]
+        trace = (await s.client.get(f"/v1/sessions/{sid}/traces/{episode}", headers=s.auth(key))).text
+        assert trace.count('"type": "step"') >= 1 and '"device_lost"' in trace
+        await s.client.delete(f"/v1/sessions/{sid}", headers=s.auth(key))
+        assert devices[0].closed
+
+
+async def test_sessions_sharing_a_phone_take_turns(make_server) -> None:  # type: ignore[no-untyped-def]
+    phone = SandboxPhone()
+
+    async def same_phone(spec: Any) -> OpenedDevice:
+        return OpenedDevice(SandboxExecutor(phone, ["power"]), "adb:the-one-phone", state=phone)
+
+    async with make_server(devices=same_phone) as s:
+        a_sid, a_key = await s.open(POWER_OFF)
+        b_sid, b_key = await s.open(TWO_READS[1:])
+        await s.send(a_sid, a_key, "turn it off")
+        qa = (await sse(s.client, f"/v1/sessions/{a_sid}/events", s.auth(a_key), until=question))[-1]
+        await s.send(b_sid, b_key, "read the phone")
+        queued = await sse(s.client, f"/v1/sessions/{b_sid}/events", s.auth(b_key),
+                           until=lambda e: e.event == "state" and e.data["state"] == "queued")
+        await asyncio.sleep(0.1)
+        status = (await s.client.get(f"/v1/sessions/{b_sid}", headers=s.auth(b_key))).json()
+        assert status["state"] == "queued"  # waits while the phone is busy with a's run
+        await s.client.post(f"/v1/sessions/{a_sid}/answers", json={"question_id": qa.data["id"], "answer": "deny"},
+                            headers=s.auth(a_key))
+        rest = await sse(s.client, f"/v1/sessions/{b_sid}/events", s.auth(b_key), until=kind("end"),
+                         last_id=queued[-1].id)
+        assert rest[-1].data["stop_reason"] == "finish"
+        assert phone.state.device.powered_on
