@@ -42,6 +42,7 @@ from .task_session import (
     PRIOR_BUDGET,
     HarnessKit,
     Mode,
+    RunSettings,
     device_clock,
     load_harness_kit,
     recall_guidance,
@@ -54,6 +55,7 @@ __all__ = [
     "BenchReport",
     "HarnessKit",
     "Mode",
+    "RunSettings",
     "SuiteReport",
     "TaskOutcome",
     "load_harness_kit",
@@ -238,6 +240,7 @@ async def run_task(
     on_step: Callable[[Step], None] | None = None,
     confirm: ConfirmationPolicy | None = None,
     observer: RunObserver | None = None,
+    settings: RunSettings | None = None,
 ) -> tuple[Episode, TaskOutcome]:
     """Run one task on a fresh world, in one configuration, and verify it.
 
@@ -249,7 +252,7 @@ async def run_task(
         planner: The planner (the same instance for both modes in a comparison).
         mode: ``harness`` or ``bare`` (see the module docstring).
         trace_dir: Where to write the episode trace.
-        config: Budgets; default ``max_steps`` is the task's.
+        config: Budgets; default the task's (its steps and context budgets, under ``settings``).
         embedder: Vector backend of the task's memory store (harness mode); None is keyword-only.
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
         prior_budget: Token budget of the earlier conversation (bare mode).
@@ -257,12 +260,13 @@ async def run_task(
         confirm: Who approves calls that need confirmation; default allow all (the sandbox is
             disposable and tasks judge those calls themselves), the CLI asks its user.
         observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
+        settings: The caller's settings over the task's own (guidance, context budgets, steps).
     """
     t0 = time.monotonic()
     kit = kit if kit is not None else load_harness_kit()
     episode, trace = await run_task_session(
         task, planner, mode=mode, trace_dir=trace_dir, config=config, embedder=embedder, kit=kit,
-        prior_budget=prior_budget, on_step=on_step, confirm=confirm, observer=observer,
+        prior_budget=prior_budget, on_step=on_step, confirm=confirm, observer=observer, settings=settings,
     )
     usage = episode.usage()
     verdict = episode.verdict
@@ -296,13 +300,18 @@ async def run_suite(
     on_task: Callable[[int, TaskOutcome], None] | None = None,
     embedder: Embedder | None = None,
     kit: HarnessKit | None = None,
+    settings: RunSettings | None = None,
 ) -> SuiteReport:
-    """Run tasks one after another in one configuration (one planner, one model in memory)."""
+    """Run tasks one after another in one configuration (one planner, one model in memory).
+
+    ``settings``: the caller's over each task's own (see :class:`RunSettings`).
+    """
     kit = kit if kit is not None else load_harness_kit()
     outcomes = []
     for i, task in enumerate(tasks):
         sub = trace_dir / mode if trace_dir is not None else None
-        _, outcome = await run_task(task, planner, mode=mode, trace_dir=sub, embedder=embedder, kit=kit)
+        _, outcome = await run_task(task, planner, mode=mode, trace_dir=sub, embedder=embedder, kit=kit,
+                                    settings=settings)
         outcomes.append(outcome)
         if on_task:
             on_task(i, outcome)
@@ -320,6 +329,7 @@ async def run_comparison(
     embedder: Embedder | None = None,
     kit: HarnessKit | None = None,
     done: Mapping[tuple[str, str], TaskOutcome] | None = None,
+    settings: RunSettings | None = None,
 ) -> BenchReport:
     """The report's comparison: the same planner on the same tasks in each mode.
 
@@ -327,6 +337,7 @@ async def run_comparison(
     shared machine's load drift hits both configurations alike and a run cut short still holds
     paired results. ``done``: outcomes of an earlier, interrupted run by ``(task_id, mode)``;
     those are reported as they were and not run again (``on_task`` is not called for them).
+    ``settings``: the caller's over each task's own (see :class:`RunSettings`).
     """
     kit = kit if kit is not None else load_harness_kit()
     outcomes: dict[str, list[TaskOutcome]] = {m: [] for m in modes}
@@ -336,7 +347,8 @@ async def run_comparison(
                 outcomes[mode].append(done[(task.id, mode)])
                 continue
             sub = trace_dir / mode if trace_dir is not None else None
-            _, outcome = await run_task(task, planner, mode=mode, trace_dir=sub, embedder=embedder, kit=kit)
+            _, outcome = await run_task(task, planner, mode=mode, trace_dir=sub, embedder=embedder, kit=kit,
+                                        settings=settings)
             outcomes[mode].append(outcome)
             if on_task:
                 on_task(i, outcome)

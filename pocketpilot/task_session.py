@@ -13,19 +13,34 @@ Two configurations, each seeing the same information:
   the first step and shown as evidence with provenance; the kit's skills, gates and guidance;
   the world's clock as evidence; the session's runtime guards.
 - ``bare``: the task's memories replayed as earlier conversation, every exposed tool with its
-  schema; no retrieval, no skills, no guidance, no gates.
+  schema; no retrieval, no skills, no adapter guidance, no gates.
+
+Both get the task's own operating policy (``TaskSpec.guidance``): it is what the task's owner
+tells any agent, like its memories, not something the harness adds. Where a run's settings come
+from, nearest first: the caller's :class:`RunSettings` (the CLI's flags), the task, its folder's
+``_defaults.yaml``, the defaults.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from .contracts import Episode, RetrievedMemory, Step
-from .harness import AllowAll, ConfirmationPolicy, HarnessConfig, Planner, Session, SkillStore, safety_policies
+from .contracts import Episode, RetrievedMemory, Step, ToolSpec
+from .harness import (
+    AllowAll,
+    ConfirmationPolicy,
+    ContextBudget,
+    HarnessConfig,
+    Planner,
+    Session,
+    SkillStore,
+    safety_policies,
+)
 from .skills.base import ToolGate
 from .harness.observer import RunObserver
 from .memory import Embedder
@@ -37,10 +52,13 @@ __all__ = [
     "RECALL_K",
     "HarnessKit",
     "Mode",
+    "RunSettings",
     "device_clock",
     "load_harness_kit",
     "recall_guidance",
     "run_task_session",
+    "task_config",
+    "task_guidance",
 ]
 
 logger = logging.getLogger(__name__)
@@ -49,6 +67,34 @@ Mode = Literal["harness", "bare"]
 PRIOR_BUDGET = 1500
 """Tokens of earlier conversation a bare planner gets (the oldest messages go first)."""
 RECALL_K = 5
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the caller sets over a task's own run settings (the CLI's flags); unset keeps the task's.
+
+    ``guidance`` replaces the task's policy (``()`` runs it without one); ``budget`` overrides
+    context sections one by one; ``max_steps`` the step budget.
+    """
+
+    guidance: tuple[str, ...] | None = None
+    budget: Mapping[str, int] = field(default_factory=dict)
+    max_steps: int | None = None
+
+
+def task_config(task: TaskSpec, settings: RunSettings | None = None) -> HarnessConfig:
+    """The harness configuration a task runs under: steps and context budgets, the caller's
+    settings over the task's (its folder's defaults already merged in by the loader)."""
+    settings = settings or RunSettings()
+    return HarnessConfig(max_steps=settings.max_steps or task.max_steps,
+                         budget=ContextBudget(**{**task.budget, **settings.budget}))
+
+
+def task_guidance(task: TaskSpec, settings: RunSettings | None = None) -> list[str]:
+    """The operating policy a task runs with: the caller's when given, else the task's."""
+    if settings is not None and settings.guidance is not None:
+        return list(settings.guidance)
+    return task.guidance_texts()
 
 
 class HarnessKit:
@@ -83,7 +129,7 @@ class HarnessKit:
 
     def session_kwargs(
         self,
-        exposed: Sequence[str],
+        exposed: Sequence[str | ToolSpec],
         *,
         memory: bool = True,
         request: str | None = None,
@@ -105,7 +151,7 @@ class HarnessKit:
                                   router=self._router, memory_search=memory_search)
         return {"guidance": [], "skills": self.library, "gates": self.gates_for(exposed), "eta_version": None}
 
-    def gates_for(self, exposed: Sequence[str]) -> list[ToolGate]:
+    def gates_for(self, exposed: Sequence[str | ToolSpec]) -> list[ToolGate]:
         """Gates in force from the first step for a session exposing ``exposed``."""
         if self.library is None:
             return []
@@ -205,6 +251,7 @@ async def run_task_session(
     on_step: Callable[[Step], None] | None = None,
     confirm: ConfirmationPolicy | None = None,
     observer: RunObserver | None = None,
+    settings: RunSettings | None = None,
 ) -> tuple[Episode, Path | None]:
     """Run one task on a fresh world in one configuration; the episode carries its verdict.
 
@@ -213,7 +260,7 @@ async def run_task_session(
         planner: The planner.
         mode: ``harness`` or ``bare`` (see the module docstring).
         trace_dir: Where to write the episode trace.
-        config: Budgets; default ``max_steps`` is the task's.
+        config: Budgets; default :func:`task_config` (the task's, under ``settings``).
         embedder: Vector backend of the task's memory store (harness mode); None is keyword-only.
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
         prior_budget: Token budget of the earlier conversation (bare mode).
@@ -221,13 +268,15 @@ async def run_task_session(
         confirm: Who approves calls that need confirmation; default allow all (the world is
             disposable and tasks judge those calls themselves); the CLI asks its user.
         observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
+        settings: The caller's settings over the task's (guidance, budgets, steps).
 
     Returns:
         The verified episode and the path of its trace (None: no trace written).
     """
     confirm = confirm or AllowAll()
+    policy = task_guidance(task, settings)
+    cfg = config or task_config(task, settings)
     run = prepare(task, memory=mode == "harness", embedder=embedder)
-    cfg = config or HarnessConfig(max_steps=task.max_steps)
     kit = kit if kit is not None else load_harness_kit()
     clock = run.clock
     try:
@@ -235,11 +284,12 @@ async def run_task_session(
             memory = run.memory
             hits = await memory.session.search(task.goal, k=RECALL_K) if task.memory else []
             kw = kit.session_kwargs(
-                [t.name for t in run.executor.tools()],
+                run.executor.tools(),  # specs: skills and notes apply by the world each tool declares
                 request=task.goal,
                 recalled=[h.content for h in hits],
                 memory_search=bool(memory.seeded),  # an empty store has nothing to find
             )
+            kw["guidance"] = [*policy, *kw.get("guidance", [])]  # the task's policy ahead of η's notes
             session = Session(
                 planner,
                 run.executor,
@@ -265,6 +315,7 @@ async def run_task_session(
                 trace_dir=trace_dir,
                 task_id=task.id,
                 prior=prior,
+                guidance=policy,
                 on_step=on_step,
                 observer=observer,
                 policies=safety_policies(),

@@ -1,5 +1,8 @@
 """Planner options shared by the commands that run episodes.
 
+A flag either takes effect or is refused: the in-process model's flags with ``--endpoint``,
+the endpoint's without it, are usage errors, never silently ignored.
+
 The endpoint-only flags (``--api-key``, ``--output-mode``) are not passed to the commands:
 their callbacks keep them in the click context, where :func:`build_planner` reads them, so
 every command that takes ``planner_options`` gets them without threading two more
@@ -22,9 +25,12 @@ from ..harness.planners.openai_compat import OUTPUT_MODES
 from ..model_store import DEFAULT_MODEL, ModelStore
 from ._progress import pull_progress
 
-__all__ = ["build_planner", "context_budget", "planner_options"]
+__all__ = ["budget_overrides", "build_planner", "context_budget", "planner_options"]
 
 _META = "pocketpilot.endpoint"
+_LOCAL_ONLY = ("threads", "n_ctx", "constraint", "fast_forward", "reproducible", "pull")
+"""Flags of the in-process model: an --endpoint's server has its own (refused there, never ignored)."""
+_ENDPOINT_ONLY = ("api_key", "output_mode")
 
 
 def _keep(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -81,8 +87,12 @@ def _settings() -> dict[str, Any]:
     return ctx.meta.get(_META, {}) if ctx is not None else {}
 
 
-def context_budget(items: tuple[str, ...] | list[str] | None = None) -> ContextBudget:
-    """The section budgets from ``--budget SECTION=TOKENS`` flags, over the defaults."""
+def budget_overrides(items: tuple[str, ...] | list[str] | None = None) -> dict[str, int]:
+    """The sections ``--budget SECTION=TOKENS`` flags set (only those: a task's own budget fills the rest).
+
+    Raises:
+        UsageError: an unknown section, or tokens that are not a positive integer.
+    """
     items = _settings().get("budget", ()) if items is None else items
     known = {f.name for f in dataclasses.fields(ContextBudget)}
     values: dict[str, int] = {}
@@ -95,11 +105,43 @@ def context_budget(items: tuple[str, ...] | list[str] | None = None) -> ContextB
             values[name] = int(raw)
         except ValueError:
             raise UsageError(f"--budget {item!r}: TOKENS must be an integer") from None
-    return ContextBudget(**values)
+        if values[name] < 1:
+            raise UsageError(f"--budget {item!r}: TOKENS must be positive")
+    return values
 
 
-def build_planner(model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> Planner:
-    """A planner from CLI flags; pulls a missing catalogue model when allowed."""
+def context_budget(items: tuple[str, ...] | list[str] | None = None) -> ContextBudget:
+    """The section budgets from ``--budget SECTION=TOKENS`` flags, over the defaults."""
+    return ContextBudget(**budget_overrides(items))
+
+
+def _given(ctx: click.Context | None, name: str) -> bool:
+    """Whether the user gave flag ``name`` on the command line (not its default, nor the environment)."""
+    return ctx is not None and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+
+def _check_applicable(ctx: click.Context | None, endpoint: str | None) -> None:
+    """Refuse a flag that cannot take effect with (or without) ``--endpoint``, rather than ignore it."""
+    wrong = [n for n in (_LOCAL_ONLY if endpoint else _ENDPOINT_ONLY) if _given(ctx, n)]
+    if wrong:
+        flags = ", ".join("--" + n.replace("_", "-") for n in wrong)
+        why = ("applies to the in-process model; the --endpoint server has its own" if endpoint
+               else "applies to an --endpoint")
+        raise UsageError(f"{flags} {why}")
+
+
+def build_planner(model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
+                  *, n_ctx: int | None = None) -> Planner:
+    """A planner from CLI flags; pulls a missing catalogue model when allowed.
+
+    ``n_ctx``: the context window the tasks ask for (``TaskSpec.n_ctx``), used when ``--n-ctx``
+    is not on the command line (the flag wins; neither: its default).
+
+    Raises:
+        UsageError: a flag given that cannot take effect (``--n-ctx`` with ``--endpoint``,
+            ``--output-mode`` without it, ...).
+    """
+    _check_applicable(click.get_current_context(silent=True), endpoint)
     sampler = SamplerSettings(temperature=temperature, max_tokens=max_new_tokens)
     if endpoint:
         from ..harness.planners import OpenAICompatPlanner
@@ -126,11 +168,13 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
     path, entry = store.resolve(model)
     settings = _settings()
     constraint = settings.get("constraint") or "auto"
+    ctx = click.get_current_context(silent=True)
+    window = settings.get("n_ctx") if n_ctx is None or _given(ctx, "n_ctx") else n_ctx
     return LlamaCppPlanner(
         path,
         sampler=sampler,
         n_threads=settings.get("threads"),
-        n_ctx=settings.get("n_ctx") or 8192,
+        n_ctx=window or 8192,
         constraint=None if constraint == "auto" else constraint,
         fast_forward=settings.get("fast_forward"),
         reproducible=bool(settings.get("reproducible")),

@@ -13,12 +13,13 @@ import json
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..bench_runs import OutcomeLog, parse_shard, run_ray_outcomes, shard_tasks, still_valid
 from ..errors import BackendUnavailableError, UsageError
-from ..evaluation import BenchReport, Mode, SuiteReport, TaskOutcome, load_harness_kit, run_comparison
+from ..evaluation import BenchReport, Mode, RunSettings, SuiteReport, TaskOutcome, load_harness_kit, run_comparison
 from ..tasks import load_suite
-from ._planner import build_planner, planner_options
+from ._planner import budget_overrides, build_planner, planner_options
 from ._progress import task_bar
 
 __all__ = ["bench", "select_tasks"]
@@ -82,17 +83,34 @@ def select_tasks(
               help="ray: episodes on Ray actors, one model per actor (harness mode, local GGUF).")
 @click.option("--workers", type=click.IntRange(1), default=2, show_default=True, help="Ray actors (--backend ray).")
 @click.option("--ray-address", default=None, help="Ray cluster address (default: start a local one).")
+@click.option("--guidance-file", "guidance_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A document (an operating policy) every task runs with instead of its own; repeatable.")
 @planner_options
 def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None,
           per_group: int | None, no_harness: bool,
           compare: bool, use_embedder: bool, out: str | None, markdown_out: str | None, trace_dir: str | None,
           shard: str | None, resume: bool, backend: str, workers: int, ray_address: str | None,
-          model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
-    """Run bundled tasks with and/or without the harness; per group: success, steps, output tokens, wall time."""
+          model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
+          guidance_files: tuple[str, ...] = ()) -> None:
+    """Run bundled tasks with and/or without the harness; per group: success, steps, output tokens, wall time.
+
+    A task's guidance, budget and n_ctx (its own, or its folder's ``_defaults.yaml``) apply;
+    ``--guidance-file`` replaces the guidance, ``--budget`` a section, ``--n-ctx`` the window (the
+    model loads once, with the largest window the tasks ask for when the flag is not given).
+    """
     if compare and no_harness:
         raise UsageError("--compare already runs the bare planner; drop --no-harness")
     if resume and not trace_dir:
         raise UsageError("--resume needs --trace-dir (where the earlier run's outcomes.jsonl is)")
+    ctx = click.get_current_context()
+    if backend != "ray":
+        for name in ("workers", "ray_address"):
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+                raise UsageError(f"--{name.replace('_', '-')} applies to --backend ray")
+    settings = RunSettings(
+        guidance=tuple(Path(f).read_text(encoding="utf-8") for f in guidance_files) if guidance_files else None,
+        budget=budget_overrides(),
+    )
     tasks = select_tasks(split, task_ids, groups, limit, per_group, directory=tasks_dir)
     if shard:
         index, count = parse_shard(shard)
@@ -105,6 +123,7 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
     if resume:
         click.echo(f"resume: {len(done)} of {len(tasks) * len(modes)} run(s) already finished")
     if backend == "ray":
+        _refuse_for_ray(ctx, settings, tasks)
         _bench_ray(tasks, modes, done, log, split, model, endpoint, temperature, max_new_tokens, workers,
                    ray_address, out, markdown_out, trace_dir)
         return
@@ -114,7 +133,8 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
 
         embedder = default_embedder()
     kit = load_harness_kit()
-    planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
+    windows = [t.n_ctx for t in tasks if t.n_ctx is not None]
+    planner = build_planner(model, endpoint, temperature, max_new_tokens, pull, n_ctx=max(windows) if windows else None)
 
     bar = task_bar(len(tasks) * len(modes) - len(done))  # runs left of the total, with an ETA (on a terminal)
 
@@ -132,7 +152,7 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
         try:
             return await run_comparison(
                 tasks, planner, modes=modes, split=split, trace_dir=Path(trace_dir) if trace_dir else None,
-                on_task=progress, embedder=embedder, kit=kit, done=done,
+                on_task=progress, embedder=embedder, kit=kit, done=done, settings=settings,
             )
         finally:
             bar.close()
@@ -157,6 +177,23 @@ def _write_report(report: BenchReport, out: str | None, markdown_out: str | None
         click.echo(f"\nreport: {out}")
     if markdown_out:
         Path(markdown_out).write_text(table + "\n")
+
+
+_RAY_IGNORES = ("threads", "n_ctx", "constraint", "fast_forward", "reproducible", "budget", "guidance_files",
+                "use_embedder", "api_key", "output_mode")
+"""Flags the Ray actors' planners and sessions do not read (each actor builds its own): refused, not ignored."""
+
+
+def _refuse_for_ray(ctx: click.Context, settings: RunSettings, tasks: list) -> None:
+    given = [n for n in _RAY_IGNORES if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE]
+    if given:
+        raise UsageError(", ".join("--" + ("guidance-file" if n == "guidance_files" else
+                                           "embedder" if n == "use_embedder" else n.replace("_", "-"))
+                                   for n in given) + " cannot be passed to --backend ray's actors")
+    asking = sorted(t.id for t in tasks if t.guidance or t.budget or t.n_ctx)
+    if asking:
+        raise UsageError(f"--backend ray runs tasks without their guidance, budget or n_ctx; these set some: "
+                         f"{', '.join(asking[:5])}{' ...' if len(asking) > 5 else ''}")
 
 
 def _bench_ray(tasks: list, modes: tuple[Mode, ...], done: dict, log: OutcomeLog | None, split: str | None,

@@ -18,20 +18,22 @@ from ..harness import (
     AllowAll,
     CallbackConfirmation,
     ConfirmationPolicy,
+    ContextBudget,
     DenyAll,
     Executor,
     HarnessConfig,
     Planner,
     Session,
+    safety_policies,
 )
 from ..harness.observer import RunObserver
 from ..model_store import pocketpilot_home
-from ..task_session import device_clock, load_harness_kit, run_task_session
+from ..task_session import Mode, RunSettings, device_clock, load_harness_kit, run_task_session
 from ..tasks import TaskSpec, load_task
 from ..tasks.loader import bundled_task
 from ._embedder import default_embedder
 from ._mcp import McpServer, mcp_options, mcp_servers, serving
-from ._planner import build_planner, context_budget, planner_options
+from ._planner import budget_overrides, build_planner, planner_options
 from ._telemetry import otel_option, start_telemetry
 from .render import render_step, render_verdict
 
@@ -99,18 +101,23 @@ def _show(step: Step) -> None:
 def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
              yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None,
              observer: RunObserver | None = None, servers: Sequence[McpServer] = (),
-             apps: Sequence[str] | None = None, guidance: Sequence[str] = ()) -> None:
-    """Run with the full harness: skills and their gates, η guidance, and (for tasks) seeded memory."""
+             apps: Sequence[str] | None = None, guidance: Sequence[str] | None = None,
+             mode: Mode = "harness") -> None:
+    """Run in ``mode``: the full harness (skills and their gates, η guidance, for tasks seeded
+    memory), or the bare planner (as ``bench --no-harness``: no skills, routing, guidance or gates).
+
+    ``guidance``: the ``--guidance-file`` documents (None: none given). A task's own policy gives
+    way to them; a REQUEST run adds them to the adapter's guidance.
+    """
     kit = load_harness_kit()
-    budget = context_budget()
+    overrides = budget_overrides()
     if task is not None and device is None:
         if request:
             task = task.model_copy(update={"goal": request})
-        click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}")
+        click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}" + (" (bare)" if mode == "bare" else ""))
         click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
-        if guidance:
-            raise UsageError("--guidance-file applies to a REQUEST run; a task brings its own guidance")
-        config = HarnessConfig(max_steps=max_steps or task.max_steps, budget=budget)
+        settings = RunSettings(guidance=None if guidance is None else tuple(guidance), budget=overrides,
+                               max_steps=max_steps)
         chosen = task
 
         async def go() -> None:
@@ -120,9 +127,10 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
                 # the task's memory store searches hybrid (the embedder is built once, first run)
                 embedder = await asyncio.to_thread(default_embedder)
                 await loading
-                episode, trace = await run_task_session(chosen, planner, trace_dir=trace_dir, config=config,
-                                                        kit=kit, on_step=_show, embedder=embedder,
-                                                        confirm=_confirmation(yes), observer=observer)
+                episode, trace = await run_task_session(chosen, planner, mode=mode, trace_dir=trace_dir,
+                                                        settings=settings, kit=kit, on_step=_show,
+                                                        embedder=embedder, confirm=_confirmation(yes),
+                                                        observer=observer)
             finally:
                 await asyncio.wait({loading})  # never close a model that is still loading
                 await planner.aclose()
@@ -132,12 +140,12 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
         return
     if not request:
         raise UsageError("give a REQUEST, --task FILE or --task-id ID")
+    extra: dict[str, Any]
     if device is not None:
         # A device exposes other tools and no sandbox state to verify: skills' gates still apply.
         executor: Executor = device
-        extra: dict[str, Any] = {"gates": kit.gates_for([t.name for t in device.tools()]),
-                                 "policies": kit.eta.build_policies() if kit.eta is not None else None}
-        click.echo(f"request: {request}")
+        extra = {"gates": kit.gates_for([t.name for t in device.tools()]),
+                 "policies": kit.eta.build_policies() if kit.eta is not None else None}
     else:
         phone = SandboxPhone()
         executor = SandboxExecutor(phone, list(apps) if apps else list(EVERYDAY_APPS))
@@ -145,9 +153,11 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
         extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False, request=request,
                                    memory_search=False)
         extra["evidence"] = [device_clock(phone.state.now)]
-        click.echo(f"request: {request}")
-    if guidance:
-        extra["guidance"] = [*extra.get("guidance", []), *guidance]
+    if mode == "bare":  # the planner alone, as the bench's bare mode: confirmation is all that guards it
+        extra = {"policies": safety_policies()}
+    click.echo(f"request: {request}" + (" (bare)" if mode == "bare" else ""))
+    if guidance:  # the user's own documents, ahead of the adapter's routed notes
+        extra["guidance"] = [*guidance, *extra.get("guidance", [])]
     click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
 
     async def go_free() -> None:
@@ -156,7 +166,7 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
                 session = Session(
                     planner,
                     run_executor,
-                    config=HarnessConfig(max_steps=max_steps or 15, budget=budget),
+                    config=HarnessConfig(max_steps=max_steps or 15, budget=ContextBudget(**overrides)),
                     confirm=_confirmation(yes),
                     trace_dir=trace_dir,
                     on_step=_show,
@@ -182,13 +192,22 @@ def _suite_task(task_id: str) -> TaskSpec:
 
 
 def _load(task_file: str | None, task_id: str | None, device: str | None,
-          servers: Sequence[McpServer]) -> TaskSpec | None:
+          servers: Sequence[McpServer], apps: str | None = None) -> TaskSpec | None:
     """The task to run, loaded and checked (its world built once) before any planner loads.
 
     A file from anywhere works: its folder is on sys.path while its world's modules import.
+
+    Raises:
+        UsageError: a flag that would be ignored with a task (``--device``, ``--apps``, ``--mcp``).
     """
-    if not (task_file or task_id) or device:
+    if not (task_file or task_id):
         return None
+    if task_file and task_id:
+        raise UsageError("give --task FILE or --task-id ID, not both")
+    if device:
+        raise UsageError("--device runs a REQUEST on a device; a task runs on its own world")
+    if apps:
+        raise UsageError("--apps picks a REQUEST's sandbox apps; a task names its own tools")
     if servers:
         raise UsageError("--mcp/--mcp-url add tools to a REQUEST run; a --task brings its own world")
     return load_task(task_file) if task_file else _suite_task(task_id or "")
@@ -209,8 +228,12 @@ def _load(task_file: str | None, task_id: str | None, device: str | None,
               help="Sandbox apps (or tools) a REQUEST may use, comma-separated (default: the everyday apps; "
                    "`pocketpilot sandbox apps` lists them all).")
 @click.option("--guidance-file", "guidance_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="A document (an operating policy) added to the guidance of a REQUEST run; repeatable. "
-                   "A long one needs --budget guidance=N and a larger --n-ctx.")
+              help="A document (an operating policy), repeatable: added ahead of a REQUEST run's routed "
+                   "guidance; for a task it replaces the task's own policy. A long one needs --budget "
+                   "guidance=N and a larger --n-ctx.")
+@click.option("--mode", type=click.Choice(["harness", "bare"]), default="harness", show_default=True,
+              help="bare: the planner alone, as `bench --no-harness` (no skills, retrieval, adapter guidance "
+                   "or gates; a task's memories as earlier conversation).")
 @mcp_options
 @otel_option
 @planner_options
@@ -218,11 +241,14 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
         trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
         temperature: float, max_new_tokens: int, pull: bool, otel: str | None = None,
         mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = (), apps: str | None = None,
-        guidance_files: Sequence[str] = ()) -> None:
+        guidance_files: Sequence[str] = (), mode: Mode = "harness") -> None:
     """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
     observer = start_telemetry(otel)  # bad flags fail before a device or the model is touched
     servers = mcp_servers(mcp_commands, mcp_urls)
-    task = _load(task_file, task_id, device, servers)  # a bad task file fails before the model loads
+    if adb_port is not None and not device:
+        raise UsageError("--adb-port needs --device")
+    task = _load(task_file, task_id, device, servers, apps)  # a bad task file fails before the model loads
+    budget_overrides()  # a bad --budget fails before the model loads too
     chosen = [a.strip() for a in apps.split(",") if a.strip()] if apps else None
     if chosen is not None:
         SandboxExecutor(SandboxPhone(), chosen)  # an unknown app fails now, before the model loads
@@ -232,10 +258,10 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
 
         device_executor, _ = build_device_executor(device, adb_port)  # a bad serial fails before the model loads
         click.echo(f"device: {device}")
-    planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
-    guidance = [Path(f).read_text(encoding="utf-8") for f in guidance_files]
+    guidance = [Path(f).read_text(encoding="utf-8") for f in guidance_files] if guidance_files else None
+    planner = build_planner(model, endpoint, temperature, max_new_tokens, pull, n_ctx=task.n_ctx if task else None)
     _execute(request, task, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
-             device_executor, observer, servers, apps=chosen, guidance=guidance)
+             device_executor, observer, servers, apps=chosen, guidance=guidance, mode=mode)
 
 
 @click.command("demo")

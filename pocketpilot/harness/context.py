@@ -1,8 +1,9 @@
 """Context assembly: a stable prefix, then the growing history, each section under a token budget.
 
 llama.cpp keeps the KV cache of the longest common prefix with the previous prompt, so the
-order is fixed: rules, tool specs and guidance first (they change only when a skill is
-loaded), then the request, then the steps. A step then costs only its new tokens. Budgets
+order is fixed: rules and a standing operating policy first (the same for every request and
+task that share them), then the offered actions, tool specs and routed guidance (they change
+with the request, and when a skill is loaded), then the request, then the steps. A step then costs only its new tokens. Budgets
 drop whole messages, oldest history first, and say so in the context: a message is never
 cut in the middle, since half a tool result is worse than none.
 """
@@ -139,14 +140,41 @@ class ContextAssembler:
         kinds: Sequence[str],
         guidance: Sequence[str] = (),
         skills: Sequence[str] = (),
+        policy: Sequence[str] = (),
     ) -> tuple[ChatMessage, list[str]]:
-        """The stable system message, and notices about guidance left out for budget."""
+        """The stable system message, and notices about guidance left out for budget.
+
+        ``policy``: standing guidance (an operating policy) that holds whatever the request.
+        It goes right after the rules, ahead of everything a request changes (the offered
+        actions, the loadable skills, the tools, the notes routed to it), so a long policy
+        stays in the KV cache's common prefix from one request, or task, to the next. It takes
+        the guidance budget first; ``guidance`` (routed notes, procedures) gets what is left.
+        """
         actions = [_KIND_HELP[k] for k in kinds if (k != "tool_call" or tools) and (k != "load_skill" or skills)]
-        rules = RULES + "\n\nActions:\n" + "\n".join(f"- {a}" for a in actions)
+        rules = "\n\nActions:\n" + "\n".join(f"- {a}" for a in actions)
         if skills:
             rules += "\nSkills you can load: " + ", ".join(skills)
+        rules = RULES + rules
         if self.count(rules) > self.budget.rules:
             raise ContractError(f"rules need {self.count(rules)} tokens, budget is {self.budget.rules}")
+        notices: list[str] = []
+        used = 0
+
+        def fit(entries: Sequence[str]) -> list[str]:
+            nonlocal used
+            kept: list[str] = []
+            for entry in entries:
+                cost = self.count(entry)
+                if used + cost > self.budget.guidance:
+                    notices.append(f"guidance left out for budget: {entry[:60]!r}")
+                    continue
+                kept.append(entry)
+                used += cost
+            return kept
+
+        standing = fit(policy)
+        if standing:
+            rules = RULES + "\n\nOperating policy:\n" + "\n".join(standing) + rules[len(RULES):]
         parts = [rules]
         if tools:
             tool_text = render_tools(tools)
@@ -156,16 +184,7 @@ class ContextAssembler:
                     " expose fewer tools or raise ContextBudget.tools"
                 )
             parts.append(tool_text)
-        notices: list[str] = []
-        kept: list[str] = []
-        used = 0
-        for entry in guidance:
-            cost = self.count(entry)
-            if used + cost > self.budget.guidance:
-                notices.append(f"guidance left out for budget: {entry[:60]!r}")
-                continue
-            kept.append(entry)
-            used += cost
+        kept = fit(guidance)
         if kept:
             parts.append("Guidance:\n" + "\n".join(kept))
         return ChatMessage(role="system", content="\n\n".join(parts), section="prefix"), notices

@@ -108,7 +108,11 @@ class RunState:
 
     def _prefix(self) -> tuple[ChatMessage, list[str]]:
         filtered = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
-        return self.assembler.prefix(list(self.tools.values()), self.kinds, [*filtered, *self.guidance], self.loadable())
+        # the session's static guidance (an operating policy) goes right after the rules, ahead of
+        # what the request changes (routed notes, loaded procedures): a long policy stays in the KV prefix
+        static = len(self.s.guidance)
+        return self.assembler.prefix(list(self.tools.values()), self.kinds, [*filtered, *self.guidance[static:]],
+                                     self.loadable(), policy=self.guidance[:static])
 
     def _evidence(self) -> list[ChatMessage]:
         return [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")] if self.s.evidence else []

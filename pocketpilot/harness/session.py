@@ -121,7 +121,9 @@ class Session:
         self.guidance_for = guidance_for
         """Guidance filtered to the tools exposed *now*; called with the current tool names at
         the start and again whenever ``load_skill`` exposes new tools (the adapter's filter).
-        Its entries come before the static ``guidance``."""
+        Its entries come after the rules, actions and tools; the static ``guidance`` (standing
+        guidance, such as an operating policy) comes right after the rules, so a long policy
+        stays in the KV prefix whatever the request routes."""
         self.preloaded = list(preloaded)
         """Skills in force from the first step, as if loaded (the adapter routed the request to
         them): their procedures are in the first context and their tools exposed, so the planner

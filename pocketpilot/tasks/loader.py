@@ -17,18 +17,20 @@ import logging
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import TaskSpecError, WorldError
 from ..executor.sandbox import PhoneState, SandboxPhone, default_state
 from .spec import (
+    BudgetSection,
     CallCriterion,
     CountCriterion,
     DelegateCriterion,
     DelegationOrderCriterion,
+    GuidanceDoc,
     LastCallCriterion,
     NoCallCriterion,
     NoErrorCriterion,
@@ -43,11 +45,14 @@ from .spec import (
 from .world import ModelWorld, SandboxWorld, TaskWorld, World, import_ref
 
 __all__ = [
+    "FOLDER_DEFAULTS",
+    "FolderDefaults",
     "build_state",
     "build_world",
     "check_splits",
     "check_task",
     "exposed_tools",
+    "folder_defaults",
     "load_suite",
     "load_task",
     "parse_task",
@@ -248,10 +253,113 @@ def _check_oracle_step(step: OracleStep, exposed: set[str], where: str, label: s
             raise TaskSpecError(where, f"{label}: calls {name!r}, which the task does not expose")
 
 
-def parse_task(data: Any, source: str, roots: Sequence[str | Path] = ()) -> TaskSpec:
+class FolderDefaults(BaseModel):
+    """What a task folder's ``_defaults.yaml`` (or ``_defaults.json``) gives every task in it.
+
+    Example (an app team's folder, its policy beside it)::
+
+        guidance: [{file: operating-policy.md}]
+        budget: {guidance: 7000}
+        n_ctx: 16384
+
+    A task's own field wins over the folder's (``budget`` section by section); a CLI flag wins
+    over both (``--guidance-file`` replaces the guidance, ``--budget`` a section, ``--n-ctx``
+    the window).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    guidance: list[GuidanceDoc] = Field(default_factory=list)
+    budget: dict[BudgetSection, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    n_ctx: int | None = Field(default=None, ge=512)
+
+    @field_validator("guidance", mode="before")
+    @classmethod
+    def _guidance_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, (str, dict)) else value
+
+
+FOLDER_DEFAULTS = ("_defaults.yaml", "_defaults.json")
+"""File names of a folder's defaults: never read as a task."""
+_NO_DEFAULTS = FolderDefaults()
+
+
+def _read_guidance(docs: Sequence[GuidanceDoc], base: Path, where: str, field: str) -> list[GuidanceDoc]:
+    """``docs`` with each ``{file: ...}`` entry's text read, the path relative to ``base``."""
+    out = []
+    for i, doc in enumerate(docs):
+        if doc.file is not None and doc.text is None:
+            path = base / doc.file
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise TaskSpecError(where, f"{field}[{i}]: cannot read guidance file {str(path)!r}: "
+                                           f"{exc.strerror or exc}") from exc
+            if not text.strip():
+                raise TaskSpecError(where, f"{field}[{i}]: guidance file {str(path)!r} is empty")
+            doc = doc.model_copy(update={"text": text})
+        out.append(doc)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _folder_defaults_cached(folder: Path, stamp: tuple[str, float, int]) -> FolderDefaults:
+    path = folder / stamp[0]
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_YAML_LOADER)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()
+        raise TaskSpecError(str(path), f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
+                                       f"{' '.join(s.strip() for s in first[:3])}") from exc
+    if not isinstance(data, dict):
+        raise TaskSpecError(str(path), f"expected a mapping at top level, got {type(data).__name__}")
+    try:
+        defaults = FolderDefaults.model_validate(data)
+    except ValidationError as exc:
+        raise TaskSpecError(str(path), _one_line(exc)) from exc
+    return defaults.model_copy(update={"guidance": _read_guidance(defaults.guidance, folder, str(path), "guidance")})
+
+
+def folder_defaults(folder: str | Path) -> FolderDefaults:
+    """The defaults a task folder gives its tasks (none when it has no ``_defaults.yaml``).
+
+    Raises:
+        TaskSpecError: the defaults file does not parse, has an unknown field, or names a
+            guidance file that cannot be read.
+    """
+    base = Path(folder).resolve()
+    found = [base / name for name in FOLDER_DEFAULTS if (base / name).is_file()]
+    if not found:
+        return _NO_DEFAULTS
+    if len(found) > 1:
+        raise TaskSpecError(str(base), f"both {FOLDER_DEFAULTS[0]} and {FOLDER_DEFAULTS[1]}: keep one")
+    st = found[0].stat()
+    return _folder_defaults_cached(base, (found[0].name, st.st_mtime, st.st_size))
+
+
+def _apply_defaults(task: TaskSpec, defaults: FolderDefaults) -> TaskSpec:
+    """The task with the folder's defaults under its own fields (its own win, budget per section)."""
+    update: dict[str, Any] = {}
+    if defaults.guidance and "guidance" not in task.model_fields_set:
+        update["guidance"] = list(defaults.guidance)
+    if defaults.budget:
+        update["budget"] = {**defaults.budget, **task.budget}
+    if defaults.n_ctx is not None and task.n_ctx is None:
+        update["n_ctx"] = defaults.n_ctx
+    if not update:
+        return task
+    out = task.model_copy(update=update)
+    return out
+
+
+def parse_task(data: Any, source: str, roots: Sequence[str | Path] = (),
+               defaults: FolderDefaults | None = None) -> TaskSpec:
     """Validate already-parsed task data (a dict) into a checked :class:`TaskSpec`.
 
-    ``roots``: folders a ``world:`` section's modules are imported from (kept on the spec).
+    ``roots``: folders a ``world:`` section's modules are imported from (kept on the spec); the
+    first is also where a ``{file: ...}`` guidance entry is read from (default: the current
+    folder). ``defaults``: the folder's, under the task's own fields.
     """
     if not isinstance(data, dict):
         raise TaskSpecError(source, f"expected a mapping at top level, got {type(data).__name__}")
@@ -259,6 +367,11 @@ def parse_task(data: Any, source: str, roots: Sequence[str | Path] = ()) -> Task
         task = TaskSpec.model_validate(data)
     except ValidationError as exc:
         raise TaskSpecError(source, _one_line(exc)) from exc
+    if task.guidance:
+        base = Path(roots[0]) if roots else Path.cwd()
+        task = task.model_copy(update={"guidance": _read_guidance(task.guidance, base, source, "guidance")})
+    if defaults is not None:
+        task = _apply_defaults(task, defaults)
     if task.world is not None and roots:
         task = task.with_roots(tuple(dict.fromkeys(Path(r).resolve() for r in roots)))
     check_task(task, source)
@@ -269,7 +382,8 @@ def load_task(path: str | Path, roots: Sequence[str | Path] = ()) -> TaskSpec:
     """Load and check one task file (``.json`` as JSON, anything else as YAML).
 
     A ``world:`` section's modules import with the file's folder (then ``roots``) on sys.path,
-    so a task folder may carry its own package.
+    so a task folder may carry its own package. The folder's ``_defaults.yaml`` applies (see
+    :class:`FolderDefaults`), whether the file runs alone or with its folder.
 
     Raises:
         TaskSpecError: with a one-line reason for any problem, the file name included.
@@ -288,7 +402,7 @@ def load_task(path: str | Path, roots: Sequence[str | Path] = ()) -> TaskSpec:
             f"not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: "
             f"{' '.join(s.strip() for s in first[:3])}",
         ) from exc
-    return parse_task(data, str(p), (p.parent, *roots))
+    return parse_task(data, str(p), (p.parent, *roots), defaults=folder_defaults(p.parent))
 
 
 def check_splits(tasks: Iterable[TaskSpec]) -> None:
@@ -356,7 +470,7 @@ def load_suite(split: Split | None = None, directory: str | Path | None = None) 
         tasks = list(_bundled())
     else:
         base = Path(directory)
-        files = sorted(base.glob("*.yaml")) + sorted(base.glob("*.json"))
+        files = [f for f in sorted(base.glob("*.yaml")) + sorted(base.glob("*.json")) if f.name not in FOLDER_DEFAULTS]
         tasks = [load_task(f, roots=(base, base.resolve().parent)) for f in files]
     check_splits(tasks)
     logger.debug("loaded %d tasks", len(tasks))

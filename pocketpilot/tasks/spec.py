@@ -49,6 +49,7 @@ from ..contracts import StopReason
 
 __all__ = [
     "AnswerCriterion",
+    "BudgetSection",
     "CallCriterion",
     "CallPattern",
     "Capability",
@@ -59,6 +60,7 @@ __all__ = [
     "DelegationOrderCriterion",
     "DelegationPattern",
     "Group",
+    "GuidanceDoc",
     "LastCallCriterion",
     "MemorySeed",
     "NoCallCriterion",
@@ -421,6 +423,9 @@ class DelegateStep(_Spec):
 OracleStep.model_rebuild()
 
 
+_RUN_SETTINGS = ("guidance", "budget", "n_ctx")
+"""TaskSpec fields added after outcome logs recorded digests: left out of the digest while unset."""
+
 _REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
@@ -462,6 +467,37 @@ class WorldSpec(_Spec):
         return self.sandbox if self.sandbox is not None else not self.apps
 
 
+BudgetSection = Literal["rules", "tools", "guidance", "history", "conversation"]
+"""Sections of the planner's context with a token budget (the harness's ``ContextBudget`` fields)."""
+
+
+class GuidanceDoc(_Spec):
+    """One entry of a task's operating policy: text, or a file beside the task (read at load time).
+
+    In YAML a plain string is text; ``{file: policy.md}`` names a file relative to the task
+    file's folder (or, in a folder's ``_defaults.yaml``, to that folder). The loader reads the
+    file into ``text`` and keeps ``file`` for the record, so the task's digest covers the policy.
+    """
+
+    text: str | None = Field(default=None, min_length=1)
+    file: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, data: Any) -> Any:
+        return {"text": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _something(self) -> GuidanceDoc:
+        if self.text is None and self.file is None:
+            raise ValueError("a guidance entry is text or {file: PATH}")
+        return self
+
+
+def _listify_guidance(value: Any) -> Any:
+    return [value] if isinstance(value, (str, dict)) else value
+
+
 class TaskSpec(_Spec):
     """One executable task: on the sandbox phone, on a world of its own, or on both."""
 
@@ -486,6 +522,16 @@ class TaskSpec(_Spec):
     """One known-good run, for tests only: never shown to a planner."""
     world: WorldSpec | None = None
     """The task's own world (None: the sandbox phone alone)."""
+    guidance: list[GuidanceDoc] = Field(default_factory=list)
+    """The task's operating policy, shown to the planner in both modes (it is what the task's
+    owner tells any agent), ahead of the harness's own routed notes. Unset: the folder's
+    ``_defaults.yaml``; ``run``/``bench --guidance-file`` replaces it."""
+    budget: dict[BudgetSection, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    """Token budgets of context sections (e.g. ``{guidance: 7000}`` for a long policy), over
+    the folder's and the defaults; a ``--budget`` flag overrides a section."""
+    n_ctx: int | None = Field(default=None, ge=512)
+    """Context window the in-process model needs for this task (a ``--n-ctx`` flag overrides;
+    a bench loads the model once with the largest its tasks ask for)."""
     _roots: tuple[Path, ...] = PrivateAttr(default=())
     """Folders put on ``sys.path`` to import the world's modules (set by the loader from the file's place)."""
 
@@ -496,8 +542,29 @@ class TaskSpec(_Spec):
 
     def digest(self) -> str:
         """sha256 of the task's content: an outcome recorded for another version of the same id
-        (a regenerated suite) is not this task's outcome."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        (a regenerated suite) is not this task's outcome.
+
+        The run settings (guidance, budget, n_ctx) count only when set, so a task that sets none
+        keeps the digest it had before they existed (outcome logs stay valid).
+        """
+        unset = {f for f in _RUN_SETTINGS if f not in self.model_fields_set}
+        return hashlib.sha256(self.model_dump_json(exclude=unset).encode()).hexdigest()
+
+    def guidance_texts(self) -> list[str]:
+        """The policy's entries as text (a file entry the loader has not read yet is refused).
+
+        Raises:
+            ValueError: a ``{file: ...}`` entry was never read (the spec did not come from the loader).
+        """
+        unread = [g.file for g in self.guidance if g.text is None]
+        if unread:
+            raise ValueError(f"guidance file {unread[0]!r} was not read (load the task with load_task or parse_task)")
+        return [g.text for g in self.guidance if g.text is not None]
+
+    @field_validator("guidance", mode="before")
+    @classmethod
+    def _guidance_list(cls, value: Any) -> Any:
+        return _listify_guidance(value)
 
     def with_roots(self, roots: tuple[Path, ...]) -> TaskSpec:
         """This spec remembering where its world's modules are imported from."""
