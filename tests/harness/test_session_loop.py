@@ -196,7 +196,11 @@ async def test_cancellation_keeps_trace(registry, tmp_path):
     planner = ScriptedPlanner([call("set_lamp", on=True), call("sleep_echo", text="x", delay=10), FINISH])
     session = Session(planner, registry, trace_dir=tmp_path)
     task = asyncio.create_task(session.run("x"))
-    await asyncio.sleep(0.3)
+    # cancel once the second step's slow call is in flight, however loaded the machine is
+    async with asyncio.timeout(30):
+        while len(planner.requests) < 2:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
