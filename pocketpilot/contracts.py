@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "ACTION_ADAPTER",
     "ACTION_KINDS",
     "CONFIRM_EFFECTS",
+    "DESTRUCTIVE_EFFECTS",
+    "IDEMPOTENT_EFFECTS",
     "Action",
     "AskUser",
     "ChatMessage",
@@ -46,6 +58,7 @@ __all__ = [
     "ToolSpec",
     "Verdict",
     "digest",
+    "spec_for_call",
     "utcnow",
 ]
 
@@ -75,12 +88,110 @@ _SEMANTICS = (
     "read_only", "destructive", "idempotent", "open_world", "effect", "id_arg", "name_arg", "setting",
 )
 
+IDEMPOTENT_EFFECTS: frozenset[str] = frozenset({"read", "setting"})
+"""Effects a repeat of which has, by their nature, no further effect: the idempotent default.
+
+- ``read``: it changes nothing, so neither does a second one.
+- ``setting``: the call carries the value it sets (wifi on, brightness 40); a second one finds
+  that value already set. A toggle that carries no value declares ``idempotent=False``.
+- ``navigate``: not idempotent; moves are relative (back, scroll), a repeat goes one further.
+- ``update``: not idempotent; an update may append, increment or move (MCP's
+  ``idempotentHint`` default). One that only assigns the values it carries declares ``True``.
+- ``create``, ``send``, ``purchase``: not idempotent; a repeat is a second record, message or
+  payment. This is what the adb journal keys on: it resends only idempotent calls after a
+  dropped connection, so a wrong default here sends a message twice.
+- ``delete``: not idempotent; a delete by position or query takes another record the second time.
+- undeclared: not idempotent unless read-only (MCP's default).
+
+A destructive tool is not idempotent unless it says so: a repeat of what cannot be undone is
+not assumed harmless."""
+
+DESTRUCTIVE_EFFECTS: frozenset[str] = frozenset({"delete"})
+"""Effects destructive by default: a deleted record is gone. A delete the user can undo (to a
+trash) declares ``destructive=False``. Sends and purchases are confirmed by their effect
+(``CONFIRM_EFFECTS``) without being declared destructive; an undeclared effect is not destructive
+here (the MCP importer applies MCP's own default, destructive, itself)."""
+
+_DEFAULTED = ("read_only", "destructive", "idempotent")
+
+
+_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
+
+
+def _flag(value: Any) -> bool | None:
+    """A declared boolean as pydantic reads it (None: not a boolean; validation will say so)."""
+    try:
+        return _BOOL.validate_python(value)
+    except ValueError:
+        return None
+
 
 def _semantics_before(data: Any) -> Any:
-    """``effect: read`` alone declares a read-only tool."""
-    if isinstance(data, dict) and data.get("effect") == "read" and "read_only" not in data:
-        data = {**data, "read_only": True}
+    """Fill what the declaration leaves out from its effect: the one table of defaults.
+
+    Every route to a ToolSpec or a ToolEffect (``@tool``, ``Tool.from_schema``, a dict, a YAML
+    file, an OpenAI export, a world's tools) comes through here, so they agree. What is
+    declared, ``True``, ``False``, wins; ``None`` means not declared. ``read_only`` defaults
+    to ``effect == "read"``, ``destructive`` to an effect in ``DESTRUCTIVE_EFFECTS``,
+    ``idempotent`` to read-only, or an effect in ``IDEMPOTENT_EFFECTS`` on a tool that is not
+    destructive.
+    """
+    if not isinstance(data, dict):
+        return data
+    data = {k: v for k, v in data.items() if not (k in _DEFAULTED and v is None)}
+    effect = data.get("effect")
+    read_only = _flag(data.setdefault("read_only", effect == "read"))
+    destructive = _flag(data.setdefault("destructive", effect in DESTRUCTIVE_EFFECTS and not read_only))
+    data.setdefault("idempotent", bool(read_only) or (effect in IDEMPOTENT_EFFECTS and not destructive))
+    by_arg = data.get("effect_by_arg")
+    if isinstance(by_arg, dict):
+        # a bare effect is shorthand for {"effect": ...}; the tool's open_world holds unless stated
+        world = data.get("open_world", False)
+        data["effect_by_arg"] = {
+            arg: {value: _by_value(eff, world) for value, eff in values.items()} if isinstance(values, dict) else values
+            for arg, values in by_arg.items()
+        }
     return data
+
+
+def _by_value(effect: Any, open_world: Any) -> Any:
+    if isinstance(effect, str):
+        effect = {"effect": effect}
+    if isinstance(effect, dict) and "open_world" not in effect:
+        effect = {**effect, "open_world": open_world}
+    return effect
+
+
+def _arg_key(value: Any) -> str:
+    """How an argument's value is looked up in ``effect_by_arg`` (JSON for what is not a string)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _arg_values(schema: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> set[str] | None:
+    """The values an argument's schema allows, as ``effect_by_arg`` keys (None: any value)."""
+    if depth > 8 or not isinstance(schema, dict):
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _arg_values(defs.get(ref.removeprefix("#/$defs/"), {}), defs, depth + 1)
+    if "enum" in schema:
+        return {_arg_key(v) for v in schema["enum"]}
+    if "const" in schema:
+        return {_arg_key(schema["const"])}
+    if schema.get("type") == "boolean":
+        return {"true", "false"}
+    if schema.get("type") == "null":
+        return {"null"}
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(branches, list):
+        allowed: set[str] = set()
+        for branch in branches:
+            values = _arg_values(branch, defs, depth + 1)
+            if values is None:
+                return None
+            allowed |= values
+        return allowed
+    return None
 
 
 def _check_semantics(read_only: bool, destructive: bool, effect: str | None) -> None:
@@ -135,6 +246,14 @@ class ToolSpec(_Contract):
     """For a record tool: the argument that holds the record's human name (``title``)."""
     setting: str | None = None
     """For a setting tool (effect ``setting``): the setting's key (``wifi``)."""
+    effect_by_arg: dict[str, dict[str, ToolEffect]] = Field(default_factory=dict)
+    """For a tool that reads or writes by an argument (``talkback(action=query|enable)``): one
+    argument's values, each with the semantics a call with that value has
+    (``{"action": {"query": "read", "enable": "setting"}}``; a bare effect takes its defaults
+    and the tool's ``open_world``). A call with a value not listed has the tool's declared
+    semantics, so declare the tool as its strictest value. Every consumer reads a call's
+    semantics through :meth:`for_arguments` (:func:`spec_for_call`), as it reads a tap's
+    classified effect."""
 
     @model_validator(mode="before")
     @classmethod
@@ -151,7 +270,35 @@ class ToolSpec(_Contract):
                 raise ValueError(f"{field} {arg!r} is not a parameter of {self.name}")
         if self.setting is not None and self.effect != "setting":
             raise ValueError("only a tool with effect 'setting' has a setting key")
+        self._check_effect_by_arg(props)
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave out an undeclared ``effect_by_arg``: a trace or export of a tool without it
+        reads byte for byte as before the field existed."""
+        data = handler(self)
+        if not self.effect_by_arg and isinstance(data, dict):
+            data.pop("effect_by_arg", None)
+        return data
+
+    def _check_effect_by_arg(self, props: dict[str, Any]) -> None:
+        if len(self.effect_by_arg) > 1:
+            raise ValueError(f"effect_by_arg maps the values of one argument, not {len(self.effect_by_arg)} "
+                             f"({', '.join(map(repr, self.effect_by_arg))})")
+        for arg, by_value in self.effect_by_arg.items():
+            if arg not in props:
+                raise ValueError(f"effect_by_arg: {arg!r} is not a parameter of {self.name}")
+            if not by_value:
+                raise ValueError(f"effect_by_arg: no value of {arg!r} is mapped")
+            allowed = _arg_values(props[arg], self.parameters.get("$defs") or {})
+            for value, effect in by_value.items():
+                if allowed is not None and value not in allowed:
+                    raise ValueError(f"effect_by_arg: {value!r} is not a value of {arg!r} "
+                                     f"(one of {', '.join(map(repr, sorted(allowed)))})")
+                if self.read_only and not effect.read_only:
+                    raise ValueError(f"effect_by_arg: a read-only tool cannot have {arg}={value!r} "
+                                     f"do {effect.effect or 'a change'}")
 
     @property
     def changes_state(self) -> bool:
@@ -172,12 +319,46 @@ class ToolSpec(_Contract):
         return _effect_label(self.destructive, self.effect)
 
     def semantics(self) -> dict[str, Any]:
-        """The declared semantics as a plain dict (the ``x-pocketpilot`` extension of an export)."""
-        return {k: getattr(self, k) for k in _SEMANTICS}
+        """The declared semantics as a plain dict (the ``x-pocketpilot`` extension of an export).
+
+        ``effect_by_arg`` is there only when declared: a tool without it exports (and hashes
+        into η) as it did before the field existed."""
+        out = {k: getattr(self, k) for k in _SEMANTICS}
+        if self.effect_by_arg:
+            out["effect_by_arg"] = {arg: {value: e.model_dump(mode="json", exclude={"detail"}) for value, e in m.items()}
+                                    for arg, m in self.effect_by_arg.items()}
+        return out
 
     def with_effect(self, effect: ToolEffect) -> ToolSpec:
-        """This spec with one call's classified semantics in place of the declared ones."""
-        return self.model_copy(update=effect.model_dump(exclude={"detail"}))
+        """This spec with one call's classified semantics in place of the declared ones.
+
+        The setting key stays only on a call that is a setting change (a ``query`` of a
+        setting tool changes no setting), and ``effect_by_arg`` goes: the call's semantics are
+        settled, and the copy is a consistent spec (one that validates again)."""
+        update = effect.model_dump(exclude={"detail"})
+        update["effect_by_arg"] = {}
+        if effect.effect != "setting":
+            update["setting"] = None
+        return self.model_copy(update=update)
+
+    def for_arguments(self, arguments: Mapping[str, Any]) -> ToolSpec:
+        """The semantics of a call with ``arguments``: the declared ones, or those its
+        ``effect_by_arg`` maps the argument's value (or the schema's default for it) to."""
+        for arg, by_value in self.effect_by_arg.items():
+            if arg in arguments:
+                value = arguments[arg]
+            else:
+                schema = (self.parameters.get("properties") or {}).get(arg) or {}
+                if "default" not in schema:
+                    continue
+                value = schema["default"]
+            try:
+                effect = by_value.get(_arg_key(value))
+            except (TypeError, ValueError):  # not JSON: no mapped value can match it
+                effect = None
+            if effect is not None:
+                return self.with_effect(effect)
+        return self
 
     def to_openai(self) -> dict[str, Any]:
         """Export in the OpenAI ``tools=[...]`` format; the semantics ride in the ``x-pocketpilot`` key."""
@@ -206,7 +387,7 @@ class ToolSpec(_Contract):
             name=function["name"],
             description=function.get("description", ""),
             parameters=function.get("parameters") or {"type": "object", "properties": {}},
-            **{k: extra[k] for k in _SEMANTICS if k in extra},
+            **{k: extra[k] for k in (*_SEMANTICS, "effect_by_arg") if k in extra},
         )
 
 
@@ -252,6 +433,9 @@ class ToolEffect(_Contract):
                    open_world=spec.open_world, effect=spec.effect)
 
 
+ToolSpec.model_rebuild()
+
+
 class ToolError(_Contract):
     """Why a tool call failed, in the shape real tools report it."""
 
@@ -291,6 +475,17 @@ class ToolCall(_Contract):
     def key(self) -> str:
         """Canonical identity of the call (name + sorted arguments), for repeat detection."""
         return f"{self.name}:{json.dumps(self.arguments, sort_keys=True, default=str)}"
+
+
+def spec_for_call(specs: Mapping[str, ToolSpec], call: ToolCall) -> ToolSpec | None:
+    """The semantics ``call`` has: its tool's spec, by the value of the argument that selects
+    its effect (``effect_by_arg``); None when ``specs`` has no such tool.
+
+    The one reading every consumer of a call's semantics shares (the policies, the verifier,
+    the handoff review, the journal), so a ``query`` of a setting tool is a read to all of them.
+    """
+    spec = specs.get(call.name)
+    return None if spec is None else spec.for_arguments(call.arguments)
 
 
 class ToolCallAction(_Contract):

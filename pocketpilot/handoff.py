@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .contracts import Episode, ToolCall, ToolCallAction, ToolResult, ToolSpec
+from .contracts import Episode, ToolCall, ToolCallAction, ToolResult, ToolSpec, spec_for_call
 
 __all__ = ["FailedCall", "Handoff", "HandoffCode", "changes_state", "review_handoff"]
 
@@ -99,7 +99,7 @@ def _calls(episode: Episode) -> Iterator[tuple[ToolCall, ToolResult | None, Tool
     for step in episode.steps:
         if isinstance(step.action, ToolCallAction):
             for i, call in enumerate(step.action.calls):
-                yield call, (step.results[i] if i < len(step.results) else None), specs.get(call.name)
+                yield call, (step.results[i] if i < len(step.results) else None), spec_for_call(specs, call)
         for child in step.children:
             yield from _calls(child)
 

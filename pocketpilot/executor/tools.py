@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -24,12 +24,15 @@ from pydantic.fields import FieldInfo
 from ..contracts import Effect, ToolCall, ToolError, ToolResult, ToolSpec
 from ..errors import ExecutorError, ToolDefinitionError, ToolFailure
 
-__all__ = ["ResultClassifier", "Tool", "ToolRegistry", "tool"]
+__all__ = ["EffectByArg", "ResultClassifier", "Tool", "ToolRegistry", "tool"]
 
 logger = logging.getLogger(__name__)
 
 ResultClassifier = Callable[[Any], "ToolError | None"]
 """Reads a tool's returned value; a ToolError when the world meant it as a failure."""
+
+EffectByArg = Mapping[str, Mapping[str, Any]]
+"""``{argument: {value: effect or ToolEffect fields}}`` (see ``ToolSpec.effect_by_arg``)."""
 
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")
 _ARG = re.compile(r"^(\s*)(\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
@@ -111,6 +114,16 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _definition_message(exc: ValidationError) -> str:
+    """A declaration's errors on one line: where (if a field) and what, without pydantic's prefix."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        loc = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
 class Tool:
     """A typed, callable tool: spec for the planner, validation and normalization for the executor."""
 
@@ -120,7 +133,7 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        destructive: bool = False,
+        destructive: bool | None = None,
         idempotent: bool | None = None,
         read_only: bool | None = None,
         open_world: bool = False,
@@ -128,6 +141,7 @@ class Tool:
         id_arg: str | None = None,
         name_arg: str | None = None,
         setting: str | None = None,
+        effect_by_arg: EffectByArg | None = None,
         concurrent: bool | None = None,
         classify: ResultClassifier | None = None,
     ) -> None:
@@ -145,31 +159,39 @@ class Tool:
         self._bound: Any = None
         self._declare(self.args_model.model_json_schema(), destructive=destructive, idempotent=idempotent,
                       read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
-                      setting=setting)
+                      setting=setting, effect_by_arg=effect_by_arg)
 
-    def _declare(self, parameters: dict[str, Any], *, destructive: bool = False, idempotent: bool | None = None,
+    def _declare(self, parameters: dict[str, Any], *, destructive: bool | None = None, idempotent: bool | None = None,
                  read_only: bool | None = None, open_world: bool = False, effect: Effect | None = None,
-                 id_arg: str | None = None, name_arg: str | None = None, setting: str | None = None) -> None:
-        """The spec the planner and the harness's policies read, from the declared semantics."""
-        self.destructive = destructive
-        self.idempotent = (not destructive) if idempotent is None else idempotent
-        """Whether sending it twice is harmless (the adb action journal relies on this)."""
+                 id_arg: str | None = None, name_arg: str | None = None, setting: str | None = None,
+                 effect_by_arg: EffectByArg | None = None) -> None:
+        """The spec the planner and the harness's policies read, from the declared semantics.
+
+        What is left out (None) takes ToolSpec's defaults by effect, the one table every
+        route to a spec shares (``pocketpilot.contracts.IDEMPOTENT_EFFECTS``): a send is not
+        idempotent, a delete is destructive, unless the tool says otherwise.
+        """
         try:
             self.spec = ToolSpec(
                 name=self.name,
                 description=self.description,
                 parameters=parameters,
                 destructive=destructive,
-                idempotent=self.idempotent,
-                read_only=(effect == "read") if read_only is None else read_only,
+                idempotent=idempotent,
+                read_only=read_only,
                 open_world=open_world,
                 effect=effect,
                 id_arg=id_arg,
                 name_arg=name_arg,
                 setting=setting,
+                effect_by_arg=dict(effect_by_arg or {}),
             )
         except ValidationError as exc:
-            raise ToolDefinitionError(f"tool {self.name!r}: {_validation_message(exc)}") from exc
+            raise ToolDefinitionError(f"tool {self.name!r}: {_definition_message(exc)}") from exc
+        self.destructive = self.spec.destructive
+        self.idempotent = self.spec.idempotent
+        """Whether sending it twice is harmless (the adb action journal relies on this; a call
+        whose effect an argument selects has its own: ``spec.for_arguments``)."""
 
     def __get__(self, instance: Any, owner: type | None = None) -> Tool:
         """Bind to an instance, so a method decorated with ``@tool`` becomes that instance's tool."""
@@ -255,7 +277,8 @@ class Tool:
         """A tool from a name, a JSON schema and a handler: MCP tools, OpenAI-format tools, a
         foreign Python API. No signature to forge: the handler gets the validated arguments as
         keyword arguments, only those the planner gave. ``semantics`` are the ``@tool``
-        keywords (``effect``, ``destructive``, ``concurrent``, ``classify``...).
+        keywords (``effect``, ``destructive``, ``effect_by_arg``, ``concurrent``, ``classify``...),
+        with the same defaults by effect.
 
         Raises:
             ToolDefinitionError: the schema is not a valid JSON schema for an object.
@@ -268,7 +291,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    destructive: bool = False,
+    destructive: bool | None = None,
     idempotent: bool | None = None,
     read_only: bool | None = None,
     open_world: bool = False,
@@ -276,6 +299,7 @@ def tool(
     id_arg: str | None = None,
     name_arg: str | None = None,
     setting: str | None = None,
+    effect_by_arg: EffectByArg | None = None,
     concurrent: bool | None = None,
     classify: ResultClassifier | None = None,
 ) -> Any:
@@ -285,7 +309,17 @@ def tool(
     :class:`~pocketpilot.contracts.ToolSpec`): MCP's ``read_only``, ``destructive``,
     ``idempotent`` and ``open_world``; the ``effect``; for record tools the ``id_arg`` and
     ``name_arg``; for setting tools the ``setting`` key. The harness's policies read these, never
-    the name. ``read_only`` defaults to ``effect == "read"``, ``idempotent`` to not destructive.
+    the name. What is left out follows from the effect (``ToolSpec``'s one table of defaults):
+    ``read_only`` is ``effect == "read"``; a ``delete`` is destructive; only a read and a
+    ``setting`` are idempotent, so a default-declared send, purchase or create is never resent
+    after a dropped connection. Declare ``idempotent=True`` on an update that only assigns
+    values, ``destructive=False`` on a delete the user can undo.
+
+    ``effect_by_arg`` is for a tool that reads or writes by an argument:
+    ``@tool(effect="setting", setting="talkback", effect_by_arg={"action": {"query": "read"}})``
+    makes ``talkback(action="query")`` a read to every policy, the verifier and the journal,
+    while ``action="enable"`` keeps the declared setting semantics. A value may map to a bare
+    effect or to a ToolEffect's fields (``{"effect": "delete", "destructive": False}``).
 
     Raise :class:`~pocketpilot.errors.ToolFailure` inside the body to report a failure with a
     code; a ``ValueError``/``TypeError``/``LookupError`` becomes ``invalid_arguments``; any other
@@ -295,14 +329,15 @@ def tool(
 
     Raises:
         ToolDefinitionError: the declared semantics contradict each other or the signature
-            (a read-only delete, an ``id_arg`` that is not a parameter).
+            (a read-only delete, an ``id_arg`` that is not a parameter, an ``effect_by_arg``
+            naming an argument or a value the signature does not have, or no effect).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool(
             f, name=name, description=description, destructive=destructive, idempotent=idempotent,
             read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
-            setting=setting, concurrent=concurrent, classify=classify,
+            setting=setting, effect_by_arg=effect_by_arg, concurrent=concurrent, classify=classify,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -436,7 +471,7 @@ class _SchemaTool(Tool):
         self.args_model = None  # type: ignore[assignment]
         self._bound = None
         unknown = set(semantics) - {"destructive", "idempotent", "read_only", "open_world", "effect", "id_arg",
-                                    "name_arg", "setting"}
+                                    "name_arg", "setting", "effect_by_arg"}
         if unknown:
             raise ToolDefinitionError(f"tool {name!r}: unknown semantics {sorted(unknown)}")
         self._declare(schema, **semantics)

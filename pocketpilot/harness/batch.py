@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from ..contracts import ToolCall, ToolCallAction, ToolResult, ToolSpec
+from ..contracts import ToolCall, ToolCallAction, ToolResult, ToolSpec, spec_for_call
 from ..errors import ExecutorError
 from .policies import Allow, Hold, Policy, Rewrite, RunView, Stop
 from .routed import Routed, RunStopped
@@ -25,7 +25,7 @@ Decided = Callable[[ToolCall, int, ToolResult | None], None]
 async def _decide(call: ToolCall, calls: list[ToolCall], i: int, policies: Sequence[Policy],
                   tools: Mapping[str, ToolSpec], run: RunView, notices: list[str]) -> ToolResult | None:
     """None to run ``calls[i]`` (possibly rewritten in place), or the failed result that holds it."""
-    spec = tools.get(call.name)
+    spec = spec_for_call(tools, call)  # the call's semantics: an argument may select its effect
     if spec is None:
         return ToolResult.failure("unknown_tool", f"{call.name!r} is not exposed; use one of: {', '.join(tools)}")
     for policy in policies:
@@ -33,7 +33,7 @@ async def _decide(call: ToolCall, calls: list[ToolCall], i: int, policies: Seque
         if isinstance(decision, Rewrite):
             notices.append(decision.notice)
             call = calls[i] = decision.call
-            spec = tools.get(call.name, spec)
+            spec = spec_for_call(tools, call) or spec
         elif isinstance(decision, Hold):
             if decision.notice:
                 notices.append(decision.notice)

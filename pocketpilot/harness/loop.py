@@ -15,7 +15,7 @@ from typing import Any
 
 from ..contracts import (
     Action, AskUser, ChatMessage, Delegate, Episode, Finish, LoadSkill, MemorySearch, MemoryWrite, PlannerTurn,
-    Refuse, Step, StopReason, ToolCall, ToolCallAction, ToolError, ToolResult, Verdict, digest, utcnow,
+    Refuse, Step, StopReason, ToolCall, ToolCallAction, ToolError, ToolResult, Verdict, digest, spec_for_call, utcnow,
 )
 from ..errors import MemoryStoreError, PlannerError, PlannerOutputError, UsageError
 from . import actions
@@ -144,7 +144,8 @@ class Run(RunState):
             return f"call_{eid[:12]}_{step}_{i}"
 
         def started(call: ToolCall, i: int) -> None:
-            self.emit(CallStarted(episode_id=eid, step=step, call_id=call_id(i), call=call, spec=self.tools.get(call.name)))
+            self.emit(CallStarted(episode_id=eid, step=step, call_id=call_id(i), call=call,
+                                  spec=spec_for_call(self.tools, call)))
 
         def ended(call: ToolCall, i: int, result: ToolResult | None, exc: BaseException | None) -> None:
             self.emit(CallEnded(episode_id=eid, step=step, call_id=call_id(i), call=call, result=result,

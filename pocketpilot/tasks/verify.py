@@ -22,6 +22,7 @@ from ..contracts import (
     ToolResult,
     ToolSpec,
     Verdict,
+    spec_for_call,
 )
 from ..executor.sandbox import MISSING, resolve_path
 from ..executor.sandbox.diff import diff_values
@@ -336,8 +337,9 @@ def _count(c: CountCriterion, episode: Episode) -> CriterionResult:
 
 
 def _changes_state(call: ToolCall, specs: Mapping[str, ToolSpec]) -> bool:
-    """Whether ``call`` may change the world, by its tool's declared spec (an unknown tool changes nothing)."""
-    spec = specs.get(call.name)
+    """Whether ``call`` may change the world, by its tool's declared spec for these arguments
+    (an unknown tool changes nothing)."""
+    spec = spec_for_call(specs, call)
     return spec is not None and spec.changes_state
 
 

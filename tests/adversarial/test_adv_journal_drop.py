@@ -11,12 +11,15 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import pytest
 
 from pocketpilot.contracts import ToolCall, ToolCallAction
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.sandbox import SandboxPhone
 from pocketpilot.executor.simphone._sandbox_backend import SandboxBackend
+from pocketpilot.executor.tools import tool
 from pocketpilot.harness import AllowAll, Session
 from pocketpilot.harness.planners.scripted import ScriptedPlanner
 
@@ -104,3 +107,63 @@ async def test_a_different_message_after_the_drop_still_goes(simphone_factory) -
     assert first is not None and first.error is not None and first.error.code == "outcome_unknown"
     assert second is not None and second.ok
     assert _bodies(dev, backend) == ["pay the rent", "sorry, ignore that if it arrived"]
+
+
+# ------------------------------------------------------------ a team's tools, declared by their effect alone
+
+
+def _team_phone(effect: str) -> type[AdbExecutor]:
+    """A team's own tool over the same phone, declared only by what it does (no idempotent=)."""
+
+    class TeamPhone(AdbExecutor):
+        @tool(effect=effect)  # type: ignore[arg-type]
+        def text_shop(self, to: str, body: str) -> dict[str, Any]:
+            """Text an order code to a shop's number (the carrier bills it: a purchase by SMS)."""
+            return AdbExecutor.send_sms.fn(self, to, body)
+
+    return TeamPhone
+
+
+@pytest.mark.parametrize("effect", ["send", "purchase"])
+async def test_a_default_declared_send_or_purchase_is_not_resent_after_a_drop(simphone_factory, effect: str) -> None:  # noqa: ANN001
+    """The journal resends only idempotent calls; a tool that declared only ``effect`` must
+    come out not idempotent, or the reconnect sends the message (and pays) a second time."""
+    dev, backend = _device(simphone_factory)
+    ex = _team_phone(effect)(dev.serial, client=dev.server.client, config=FAST)
+    order = one("text_shop", to="+15550101", body="BUY 42")
+    try:
+        episode = await Session(ScriptedPlanner([order, order, one("get_settings"), FINISH]), ex,
+                                confirm=AllowAll()).run("order 42")
+    finally:
+        await ex.aclose()
+    assert _bodies(dev, backend) == ["BUY 42"]  # the phone sent it once
+    assert [e.tool for e in ex.journal.entries()].count("text_shop") == 1  # the retry never reached it
+    first, again, read = (r for _, _, r in episode.tool_calls())
+    assert first is not None and first.error is not None and first.error.code == "outcome_unknown"
+    assert again is not None and again.error is not None and again.error.code == "outcome_unknown"
+    assert read is not None and read.ok  # reconnected: the run went on
+
+
+async def test_a_send_selected_by_an_argument_is_not_resent_after_a_drop(simphone_factory) -> None:  # noqa: ANN001
+    """A tool idempotent as declared (it composes) that sends when its argument says so: the
+    journal reads the call's own semantics, not the tool's."""
+
+    class TeamPhone(AdbExecutor):
+        @tool(effect="navigate", idempotent=True, effect_by_arg={"action": {"send": "send"}})
+        def sms(self, action: Literal["compose", "send"], to: str, body: str) -> dict[str, Any]:
+            """Compose a message, or send it."""
+            if action == "compose":
+                return AdbExecutor.compose_sms.fn(self, to, body)
+            return AdbExecutor.send_sms.fn(self, to, body)
+
+    dev, backend = _device(simphone_factory)
+    ex = TeamPhone(dev.serial, client=dev.server.client, config=FAST)
+    send = one("sms", action="send", to="+15550101", body="pay the rent")
+    try:
+        episode = await Session(ScriptedPlanner([send, send, FINISH]), ex, confirm=AllowAll()).run("text Bob")
+    finally:
+        await ex.aclose()
+    assert _bodies(dev, backend) == ["pay the rent"]
+    first, again = (r for _, _, r in episode.tool_calls())
+    assert first is not None and first.error is not None and first.error.code == "outcome_unknown"
+    assert again is not None and again.error is not None and again.error.code == "outcome_unknown"

@@ -338,7 +338,7 @@ class AdbExecutor:
         if t is None:
             return None
         if call.name not in _UI_ACTIONS:
-            return ToolEffect.declared(t.spec)
+            return ToolEffect.declared(t.spec.for_arguments(call.arguments))
         try:
             parsed = t.args_model.model_validate(call.arguments)
         except ValidationError:
@@ -462,6 +462,7 @@ class AdbExecutor:
             return ToolResult.failure("invalid_arguments", f"{call.name}: {msg}")
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
         cleared = self._classified.pop(call.key(), None)
+        idempotent = t.spec.for_arguments(call.arguments).idempotent  # an argument may select the effect
         key = idempotency_key or uuid.uuid4().hex
         previous = self.journal.get(key)
         if previous is not None:
@@ -469,14 +470,14 @@ class AdbExecutor:
                 return previous.result
             if previous.state in {"uncertain", "pending"} and not previous.idempotent:
                 return _outcome_unknown(call.name)
-        if not t.idempotent:
+        if not idempotent:
             since = time.time() - self._config.uncertain_window_s
             twin = self.journal.uncertain_twin(self.serial, call.name, call.arguments, since=since)
             if twin is not None:
                 return _outcome_unknown(call.name, again=True)
         if self._needs_reconnect:
             await self.reconnect()
-        self.journal.begin(key, self.serial, call.name, call.arguments, t.idempotent)
+        self.journal.begin(key, self.serial, call.name, call.arguments, idempotent)
         for attempt in (1, 2):
             try:
                 result = await self._run_sync(self._invoke, t, kwargs, cleared)
@@ -485,11 +486,11 @@ class AdbExecutor:
                 self._needs_reconnect = True
                 logger.warning("%s: device dropped during %s (attempt %d)", self.serial, call.name, attempt)
                 await self.reconnect()  # raises when the device is gone for good
-                if not t.idempotent:
+                if not idempotent:
                     return _outcome_unknown(call.name)
                 if attempt == 2:
                     raise
-                self.journal.begin(key, self.serial, call.name, call.arguments, t.idempotent)
+                self.journal.begin(key, self.serial, call.name, call.arguments, idempotent)
                 continue
             except DeviceTimeout:
                 self.journal.mark_uncertain(key)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ...contracts import Delegate, MemorySearch, ToolCall, ToolCallAction, ToolSpec
+from ...contracts import Delegate, MemorySearch, ToolCall, ToolCallAction, ToolSpec, spec_for_call
 from ..scope import FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, declared_terms
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 from .gates import held_result
@@ -116,7 +116,7 @@ class LoopGuard(BasePolicy):
         changed = False
         for call, result in zip(report.calls, report.results):
             if result.ok:
-                changed = changed or _changes_state(run.tools.get(call.name))
+                changed = changed or _changes_state(spec_for_call(run.tools, call))
             elif result.error is not None and not run.said_by_harness(result.error.message):
                 self._rejected[call.key()] += 1
         if changed:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...contracts import ToolCall, ToolSpec
+from ...contracts import ToolCall, ToolSpec, spec_for_call
 from .base import ALLOW, BasePolicy, CallDecision, Hold, RunView
 
 __all__ = ["ReadsApart"]
@@ -39,7 +39,7 @@ class ReadsApart(BasePolicy):
     async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
         if spec.read_only:
             return ALLOW
-        reads = [c.name for c in batch if (s := run.tools.get(c.name)) is not None and s.read_only]
+        reads = [c.name for c in batch if (s := spec_for_call(run.tools, c)) is not None and s.read_only]
         if not reads:
             return ALLOW
         return Hold(

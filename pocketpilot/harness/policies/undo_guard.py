@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...contracts import ToolCall, ToolCallAction, ToolSpec
+from ...contracts import ToolCall, ToolCallAction, ToolSpec, spec_for_call
 from .base import ALLOW, BasePolicy, CallDecision, Hold, RunView
 
 __all__ = ["UndoGuard"]
@@ -35,7 +35,7 @@ class UndoGuard(BasePolicy):
             if not isinstance(step.action, ToolCallAction):
                 continue
             for c, r in zip(step.action.calls, step.results):
-                made = run.tools.get(c.name)
+                made = spec_for_call(run.tools, c)
                 if r.ok and made is not None and made.effect == "create" and isinstance(r.data, dict) and "id" in r.data:
                     created.setdefault(str(r.data["id"]), step.index)
         args = [call.arguments.get(spec.id_arg)] if spec.id_arg else list(call.arguments.values())

@@ -165,7 +165,7 @@ class FilesApp(App):
         state.files.items = [*state.files.items, copy]
         return _file(copy)
 
-    @tool(effect="delete", id_arg="file_id", idempotent=True)
+    @tool(effect="delete", destructive=False, id_arg="file_id", idempotent=True)  # to the trash: undoable
     async def delete_file(self, file_id: str = Field(description="The file id.")) -> dict[str, Any]:
         """Move a file to the trash (restore_file brings it back until the trash is emptied).
 
