@@ -116,7 +116,17 @@ def render_tool(spec: ToolSpec) -> str:
     line = f"- {spec.name}({', '.join(args)})"
     if spec.description:
         line += f": {spec.description}"
-    if spec.needs_confirmation:
+    by_arg = [(arg, value, e.needs_confirmation) for arg, m in spec.effect_by_arg.items() for value, e in m.items()]
+    if by_arg:  # an argument selects the effect: say which values ask
+        asks = [f"{a}={v}" for a, v, needs in by_arg if needs]
+        free = [f"{a}={v}" for a, v, needs in by_arg if not needs]
+        if spec.needs_confirmation and free:
+            line += f" [needs user confirmation, except {', '.join(free)}]"
+        elif not spec.needs_confirmation and asks:
+            line += f" [needs user confirmation for {', '.join(asks)}]"
+        elif spec.needs_confirmation:
+            line += " [needs user confirmation]"
+    elif spec.needs_confirmation:
         # a tool without a declared effect (a tap) asks only when what it hits needs it
         line += " [needs user confirmation" + ("]" if spec.effect is not None else " when it sends, deletes or pays]")
     return line

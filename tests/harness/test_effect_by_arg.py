@@ -148,3 +148,18 @@ async def test_a_query_does_not_reset_the_loop_guards_count_of_rejections() -> N
     planner = ScriptedPlanner([again, again, again, query, again, FINISH])
     await Session(planner, ToolRegistry(tools), confirm=AllowAll()).run("Flip the remote flag.")
     assert len(tries) == 3  # the fourth try after the query never reached the world
+
+
+def test_the_prompt_says_which_values_of_the_argument_need_confirmation() -> None:
+    """The planner reads from its tool list which calls will ask the user; with an argument
+    that selects the effect, that is a property of the value, not of the tool."""
+    from pocketpilot.harness.context import render_tool
+
+    @tool(effect="setting", setting="vault", effect_by_arg={"action": {"wipe": "delete"}})
+    def vault(action: Literal["lock", "unlock", "wipe"]) -> None:
+        """Lock, unlock or wipe the vault."""
+
+    pays = render_tool(_wallet([]).spec)
+    assert pays.endswith("[needs user confirmation, except action=balance]")
+    assert render_tool(vault.spec).endswith("[needs user confirmation for action=wipe]")
+    assert "needs user confirmation" not in render_tool(ToolRegistry.from_object(Accessibility())["talkback"].spec)
