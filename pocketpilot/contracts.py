@@ -148,7 +148,8 @@ def _semantics_before(data: Any) -> Any:
         # a bare effect is shorthand for {"effect": ...}; the tool's open_world holds unless stated
         world = data.get("open_world", False)
         data["effect_by_arg"] = {
-            arg: {value: _by_value(eff, world) for value, eff in values.items()} if isinstance(values, dict) else values
+            arg: {value: _by_value(eff, world) for value, eff in values.items()}
+            if isinstance(values, dict) else values
             for arg, values in by_arg.items()
         }
     return data
@@ -325,8 +326,10 @@ class ToolSpec(_Contract):
         into η) as it did before the field existed."""
         out = {k: getattr(self, k) for k in _SEMANTICS}
         if self.effect_by_arg:
-            out["effect_by_arg"] = {arg: {value: e.model_dump(mode="json", exclude={"detail"}) for value, e in m.items()}
-                                    for arg, m in self.effect_by_arg.items()}
+            out["effect_by_arg"] = {
+                arg: {value: e.model_dump(mode="json", exclude={"detail"}) for value, e in m.items()}
+                for arg, m in self.effect_by_arg.items()
+            }
         return out
 
     def with_effect(self, effect: ToolEffect) -> ToolSpec:

@@ -116,7 +116,8 @@ def render_tool(spec: ToolSpec) -> str:
     line = f"- {spec.name}({', '.join(args)})"
     if spec.description:
         line += f": {spec.description}"
-    by_arg = [(arg, value, e.needs_confirmation) for arg, m in spec.effect_by_arg.items() for value, e in m.items()]
+    by_arg = [(arg, value, e.needs_confirmation)
+              for arg, m in spec.effect_by_arg.items() for value, e in m.items()]
     if by_arg:  # an argument selects the effect: say which values ask
         asks = [f"{a}={v}" for a, v, needs in by_arg if needs]
         free = [f"{a}={v}" for a, v, needs in by_arg if not needs]

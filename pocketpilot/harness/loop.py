@@ -15,7 +15,8 @@ from typing import Any
 
 from ..contracts import (
     Action, AskUser, ChatMessage, Delegate, Episode, Finish, LoadSkill, MemorySearch, MemoryWrite, PlannerTurn,
-    Refuse, Step, StopReason, ToolCall, ToolCallAction, ToolError, ToolResult, Verdict, digest, spec_for_call, utcnow,
+    Refuse, Step, StopReason, ToolCall, ToolCallAction, ToolError, ToolResult, Verdict, digest, spec_for_call,
+    utcnow,
 )
 from ..errors import MemoryStoreError, PlannerError, PlannerOutputError, UsageError
 from . import actions
