@@ -4,6 +4,10 @@ A task whose criteria already hold in its start state, that a do-nothing run pas
 every broken replay of its oracle still passes, measures nothing: an agent scores on it by
 luck. The audit checks the three, without a model, so the bundled suite, a generated task or a
 user's task folder can be vetted before anyone quotes a figure on it.
+
+It runs only when asked (the suites' own tests, the task factory's validation, a caller of
+:func:`audit_task`): loading a task folder or benching it never does, so a team's own folder
+gets no warning from it.
 """
 
 from __future__ import annotations

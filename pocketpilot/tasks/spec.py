@@ -33,6 +33,13 @@ A task on a world of its own (see :class:`WorldSpec` and :mod:`pocketpilot.tasks
       - {kind: no_error, code: not_found}
       - {kind: delegated, used: [send_sms], not_used: [delete_note]}
       - {kind: delegation_order, before: {used: [create_note]}, after: {used: [send_sms]}}
+
+A task may carry its operating policy and what running it needs (a folder's ``_defaults.yaml``
+gives these to every task in it; see :class:`pocketpilot.tasks.loader.FolderDefaults`)::
+
+    guidance: ["Read the APN settings before resetting them.", {file: policy.md}]
+    budget: {guidance: 7000}
+    n_ctx: 16384
 """
 
 from __future__ import annotations
