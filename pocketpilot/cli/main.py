@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "sandbox": "sandbox:sandbox",
     "tasks": "tasks:tasks",
     "serve": "serve:serve",
+    "mcp": "mcp_serve:mcp",
 }
 
 

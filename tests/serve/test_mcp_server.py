@@ -1,0 +1,96 @@
+"""`pocketpilot mcp serve` driven by the mcp client SDK over stdio: the server is the CLI, started by the test."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters, types
+
+ROOT = Path(__file__).resolve().parents[2]
+POWER_OFF = [{"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},
+             {"kind": "finish", "summary": "phone is off"}]
+
+
+def server(tmp_path: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, cwd=str(ROOT), args=[
+        "-m", "pocketpilot", "mcp", "serve", "--eta", "none", "--apps", "power,notes",
+        "--trace-dir", str(tmp_path / "traces"), *extra])
+
+
+def answering(allow: bool, action: str = "accept") -> Any:
+    asked: list[str] = []
+
+    async def callback(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action=action, content={"allow": allow} if action == "accept" else None)
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+async def powered_on(client: Client) -> bool:
+    info = await client.call_tool("get_device_info", {})
+    return not info.is_error  # a phone that is off fails every tool with device_off
+
+
+@pytest.mark.slow
+async def test_tools_carry_their_declared_semantics(tmp_path: Path) -> None:
+    async with Client(server(tmp_path)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert tools["get_device_info"].annotations.read_only_hint is True
+    assert tools["power_off"].annotations.destructive_hint is True
+    assert tools["power_off"].annotations.read_only_hint is False
+    assert tools["delete_note"].meta["io.pocketpilot/semantics"]["effect"] == "delete"
+    assert tools["create_note"].annotations.destructive_hint is False
+    assert tools["power_off"].input_schema["type"] == "object"
+    agent = tools["run_request"]
+    assert agent.input_schema["required"] == ["request"] and agent.annotations.destructive_hint is True
+
+
+@pytest.mark.slow
+async def test_a_direct_destructive_call_without_elicitation_is_denied(tmp_path: Path) -> None:
+    async with Client(server(tmp_path)) as client:
+        result = await client.call_tool("power_off", {})
+        assert result.is_error and "denied" in result.content[0].text and "elicitation" in result.content[0].text
+        assert await powered_on(client)
+    # the refused call is in a trace like any run's
+    traces = [json.loads(line) for f in (tmp_path / "traces").glob("*.jsonl") for line in f.read_text().splitlines()]
+    assert any(r["type"] == "end" and r["stop_reason"] == "denied" for r in traces)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # an InputRequiredResult round / elicitation/create
+async def test_a_direct_destructive_call_asks_through_elicitation(tmp_path: Path, mode: str) -> None:
+    decline = answering(False)
+    async with Client(server(tmp_path), elicitation_callback=decline, mode=mode) as client:
+        result = await client.call_tool("power_off", {})
+        assert result.is_error and await powered_on(client)
+        assert decline.asked == ["power_off() is destructive: allow it?"]
+    accept = answering(True)
+    async with Client(server(tmp_path), elicitation_callback=accept, mode=mode) as client:
+        result = await client.call_tool("power_off", {})
+        assert not result.is_error and result.structured_content["data"] == {"powered_on": False}
+        assert not await powered_on(client)
+        assert len(accept.asked) == 1
+        read = await client.call_tool("list_notes", {})  # not destructive: nobody is asked
+        assert len(accept.asked) == 1 and read.is_error  # (the phone is off now)
+
+
+@pytest.mark.slow
+async def test_run_request_asks_mid_run_where_it_can_and_is_denied_where_it_cannot(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(POWER_OFF))
+    async with Client(server(tmp_path, "--script", str(script))) as client:
+        out = (await client.call_tool("run_request", {"request": "turn the phone off"})).structured_content
+        assert out["stop_reason"] == "denied" and "elicitation" in out["detail"]
+        assert await powered_on(client)
+    accept = answering(True)
+    async with Client(server(tmp_path, "--script", str(script)), elicitation_callback=accept, mode="legacy") as client:
+        out = (await client.call_tool("run_request", {"request": "turn the phone off"})).structured_content
+        assert out["stop_reason"] == "finish" and len(accept.asked) == 1
+        assert not await powered_on(client)
+        assert Path(out["trace"]).is_file()
