@@ -227,6 +227,12 @@ class ToolSpec(_Contract):
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    world: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+    """The world the tool belongs to, as the world that builds it declares it (``sandbox`` for
+    the sandbox phone's tools); None: undeclared (a plain registry, an MCP server). Skills and
+    η notes written for a world apply only to tools that declare it: a tool of another world
+    that happens to share a name is a different tool, and a team that wants a world's skills
+    for its own tools declares that world here."""
     destructive: bool = False
     """Changes something the user cannot undo (power off, send a message, delete): gated by
     the confirmation policy (MCP ``destructiveHint``)."""

@@ -7,13 +7,15 @@ Public API::
     eta = compile_eta(tools, SkillLibrary.builtin(), apps=apps)   # eta.version: content hash
     save_eta(eta, "eta.json"); eta = load_eta("eta.json")         # atomic; hash verified
     print(render_diff(old, new))                                  # semantic diff
-    kw = session_kwargs(eta, exposed_names, library=lib, memory=True)
+    kw = session_kwargs(eta, executor.tools(), library=lib, memory=True)
     Session(planner, executor, **kw)                              # guidance, skills, gates, eta_version
-    kw = session_kwargs(eta, names, library=lib, request=goal)    # + routed skills, actions, re-filtering
+    kw = session_kwargs(eta, specs, library=lib, request=goal)    # + routed skills, actions, re-filtering
     new = apply_revision(eta, revision)                           # rule-checked candidate revision
     RevisionStore("eta.json").propose(revision) / .approve(id, approver)
 
-It never discovers tools and never executes actions.
+It never discovers tools and never executes actions. Skills and notes apply through the tools of
+the world they were written for (``ToolSpec.world``), never through a namesake of another world:
+hand it the session's tool specs.
 """
 
 from __future__ import annotations

@@ -48,6 +48,8 @@ class ToolEntry(_Model):
     """The tool's declared semantics (``ToolSpec.semantics()``): a change to them is a change of η."""
     app: str | None = None
     """The app the tool belongs to, when known (a GUI sub-agent is confined to one app's tools)."""
+    world: str | None = None
+    """The world the tool declares (``ToolSpec.world``): the tool η's skills and notes mean by its name."""
     skills: list[str] = Field(default_factory=list)
 
 
@@ -56,6 +58,8 @@ class SkillEntry(_Model):
 
     version: str
     description: str
+    world: str | None = None
+    """The world whose tools the skill names (``SkillMeta.world``)."""
     requires: list[str] = Field(default_factory=list)
     exposes: list[str] = Field(default_factory=list)
     preconditions: list[dict[str, Any]] = Field(default_factory=list)
@@ -78,6 +82,10 @@ class RoutingNote(_Model):
             to requests it matches (guidance for a kind of request, not for every request).
         covered_by: skills whose procedure says the same; the note is left out while one of
             them is shown (the same advice twice only lengthens the prompt).
+        world: the world the note was written for (``ToolSpec.world``); it applies only to a
+            session with tools of that world, its required tools as that world's (a namesake
+            of another world is not the tool it speaks about). None: a note about the harness
+            itself (memory, skills, delegation), for any world.
     """
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -86,6 +94,7 @@ class RoutingNote(_Model):
     requires_resources: list[str] = Field(default_factory=list)
     when_request: str | None = Field(default=None, min_length=1, max_length=200)
     covered_by: list[str] = Field(default_factory=list)
+    world: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
     @field_validator("when_request")
     @classmethod
@@ -178,8 +187,17 @@ class Eta(_Model):
         return self._dropped
 
     def content(self) -> dict[str, Any]:
-        """The JSON content the version hashes."""
-        return self.model_dump(mode="json")
+        """The JSON content the version hashes.
+
+        An undeclared ``world`` (None) is left out of tool, skill and note entries: η content
+        that names no world hashes, and is stored, exactly as before worlds were declared.
+        """
+        data = self.model_dump(mode="json")
+        entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
+        for entry in entries:
+            if entry.get("world", "") is None:
+                del entry["world"]
+        return data
 
     @property
     def version(self) -> str:

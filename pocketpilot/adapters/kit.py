@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..contracts import ACTION_KINDS
+from ..contracts import ACTION_KINDS, ToolSpec
 from ..skills import SkillLibrary
+from ..skills.worlds import ToolSet
 from .errors import EtaError
 from .eta import Eta
 from .filter import GuidanceFilter
@@ -33,7 +34,7 @@ def check_library(eta: Eta, library: SkillLibrary) -> None:
 
 def session_kwargs(
     eta: Eta,
-    exposed_tools: Sequence[str],
+    exposed_tools: Sequence[str | ToolSpec],
     *,
     library: SkillLibrary | None = None,
     memory: bool = False,
@@ -49,8 +50,14 @@ def session_kwargs(
 
     Example::
 
-        kw = session_kwargs(eta, [t.name for t in executor.tools()], library=lib, memory=True)
+        kw = session_kwargs(eta, executor.tools(), library=lib, memory=True)
         session = Session(planner, executor, memory=store, **kw)
+
+    Everything is matched against the tools of each skill's and note's own world
+    (:mod:`pocketpilot.skills.worlds`): a world whose tools share names with the sandbox's gets
+    none of the sandbox's skills, gates or notes unless its tools declare the sandbox's identity.
+    The session's skill store is the library bound to ``exposed_tools``, so the skills the
+    session offers for loading are judged the same way.
 
     Given the ``request`` (the per-request form), the adapter also routes it:
 
@@ -69,8 +76,10 @@ def session_kwargs(
 
     Args:
         eta: the configuration to run under (its version goes into every trace).
-        exposed_tools: the session's tool names.
-        library: the skills η was compiled from; gives ``skills`` and the always-on ``gates``.
+        exposed_tools: the session's tools: their specs, which declare the world each belongs
+            to (bare names are taken as the tools η and the library were written for).
+        library: the skills η was compiled from; gives ``skills`` (bound to ``exposed_tools``)
+            and the always-on ``gates``.
         memory: whether the session has a memory store (memory notes apply).
         delegate: whether the session may delegate to sub-agents.
         resources: further resource names notes may require.
@@ -91,9 +100,13 @@ def session_kwargs(
         EtaError: ``library`` is not the one η was compiled from, or the filter is for another η.
     """
     res = set(resources)
+    tools = ToolSet.of(exposed_tools)
+    bound = None
     if library is not None:
         check_library(eta, library)
-        res.add("skills")
+        bound = library.bind(tools)
+        if bound.available(tools):  # no skill speaks about these tools: no note about loading one
+            res.add("skills")
     if memory:
         res.add("memory")
     if delegate:
@@ -102,10 +115,10 @@ def session_kwargs(
     version = filt.version if guidance_filter is None else eta.version
     if filt.version != version:
         raise EtaError(f"eta {version}", f"guidance filter was compiled for η {filt.version}")
-    gates = library.always_on_gates(exposed_tools) if library is not None else []
+    gates = library.always_on_gates(tools) if library is not None else []
     if request is None:
-        guidance = filt.guidance(exposed_tools, res)
-        return {"guidance": guidance, "skills": library, "gates": gates, "eta_version": version,
+        guidance = filt.guidance(tools, res)
+        return {"guidance": guidance, "skills": bound, "gates": gates, "eta_version": version,
                 "policies": eta.build_policies()}
     if recalled or not memory_search:
         res.discard("memory")
@@ -120,7 +133,7 @@ def session_kwargs(
         router = router if router is not None else SkillRouter(library, stop_words=eta.stop_words)
         if router.library is not library:
             raise EtaError(f"eta {version}", "the router was built from another skill library")
-        preloaded = router.route(" ".join([request, *recalled]), exposed_tools)
+        preloaded = router.route(" ".join([request, *recalled]), tools)
         if preloaded:
             res.discard("skills")
     actions = [
@@ -134,13 +147,14 @@ def session_kwargs(
     shown = tuple(preloaded)
     frozen_res = frozenset(res)
 
-    def guidance_for(tools: Sequence[str]) -> list[str]:
-        return filt.guidance(tools, frozen_res, request=request, shown_skills=shown)
+    def guidance_for(now: Sequence[str | ToolSpec]) -> list[str]:
+        # the session asks by name: each name is the tool of that name handed in above
+        return filt.guidance(ToolSet.of(now, catalogue=tools), frozen_res, request=request, shown_skills=shown)
 
     return {
         "guidance": [],
         "guidance_for": guidance_for,
-        "skills": library,
+        "skills": bound,
         "gates": gates,
         "eta_version": version,
         "policies": eta.build_policies(),

@@ -1,7 +1,8 @@
 """The routing notes shipped with pocketpilot: short guidance lines tied to the tools they need.
 
 A note is shown to the planner only when every tool and resource it names is available in
-that step, so a planner is never told about a route it cannot take.
+that step, so a planner is never told about a route it cannot take. The notes about the
+sandbox's tools say so (``world``): a world whose tools merely share a name is not told them.
 """
 
 from __future__ import annotations
@@ -33,21 +34,29 @@ DEFAULT_STOP_WORDS: tuple[str, ...] = tuple(
 English by default: η data (``Eta.stop_words``), so an app in another language, or one whose
 skills share other filler words, revises η instead of this module."""
 
+SANDBOX = "sandbox"
+"""The world the tool notes below were written for: the identity the sandbox phone's tools
+declare (``pocketpilot.executor.sandbox.phone.SANDBOX_WORLD``). Another world gets them only by
+declaring that identity on its tools, or by an η of its own that includes them."""
+
 DEFAULT_NOTES: tuple[RoutingNote, ...] = (
     RoutingNote(
         id="settings.read-first",
+        world=SANDBOX,
         text="For a conditional settings request, read get_settings first and change only what differs.",
         requires_tools=["get_settings"],
         covered_by=["quick-settings"],
     ),
     RoutingNote(
         id="cast.one-at-a-time",
+        world=SANDBOX,
         text="Only one cast can be live: check get_cast_status, stop_cast and wait, then start_cast.",
         requires_tools=["start_cast", "get_cast_status", "stop_cast"],
         covered_by=["screen-cast"],
     ),
     RoutingNote(
         id="power.last",
+        world=SANDBOX,
         text="power_off ends everything: call it last, alone, after every other part returned success.",
         requires_tools=["power_off"],
         covered_by=["safe-power-off", "note-before-power-off"],
@@ -56,30 +65,35 @@ DEFAULT_NOTES: tuple[RoutingNote, ...] = (
     ),
     RoutingNote(
         id="converter.calculator-fallback",
+        world=SANDBOX,
         text="If convert_units rejects the units, use calculate with the standard factor; do not retry the converter.",
         requires_tools=["convert_units", "calculate"],
         covered_by=["unit-conversion"],
     ),
     RoutingNote(
         id="earbuds.bluetooth",
+        world=SANDBOX,
         text="Earbuds need Bluetooth: if connect_earbuds fails with bluetooth_off, set_bluetooth on, then connect again.",
         requires_tools=["connect_earbuds", "set_bluetooth"],
         covered_by=["earbuds"],
     ),
     RoutingNote(
         id="contacts.ambiguous",
+        world=SANDBOX,
         text="When a name matches several contacts, ask_user which one; never pick one yourself.",
         requires_tools=["lookup_contact"],
         covered_by=["contacts", "messaging"],
     ),
     RoutingNote(
         id="launcher.list-apps",
+        world=SANDBOX,
         text="If launch_app fails with not_found, call list_apps and pick the matching app by name or package.",
         requires_tools=["launch_app", "list_apps"],
         covered_by=["app-launcher"],
     ),
     RoutingNote(
         id="alarms.only-missing",
+        world=SANDBOX,
         text="Before creating alarms, list_alarms: re-enable an existing one instead of creating a duplicate.",
         requires_tools=["list_alarms", "create_alarm"],
         covered_by=["alarms"],
@@ -87,6 +101,7 @@ DEFAULT_NOTES: tuple[RoutingNote, ...] = (
     ),
     RoutingNote(
         id="ids.from-results",
+        world=SANDBOX,
         text="Use ids (note, alarm, event) returned by earlier results; never guess an id.",
         requires_tools=[],
     ),

@@ -24,6 +24,8 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..contracts import utcnow
+from ..skills.worlds import ToolSet
+from .compile import note_for_tools
 from .errors import EtaError, RevisionError
 from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
 
@@ -114,14 +116,21 @@ class Revision(BaseModel):
     source: str = "diagnosis"
 
 
-def _check_note(eta: Eta, note: RoutingNote, rev: Revision) -> None:
+def _check_note(eta: Eta, note: RoutingNote, rev: Revision) -> RoutingNote:
+    """``note`` as it goes into η (stating the world of η's tools it requires), once checked."""
     unknown = [t for t in note.requires_tools if t not in eta.tools]
     if unknown:
         raise RevisionError(rev.id, f"note {note.id!r} requires unknown tool(s): {', '.join(unknown)}")
+    note = note_for_tools(note, ToolSet({name: entry.world for name, entry in eta.tools.items()}))
+    foreign = [t for t in note.requires_tools if eta.tools[t].world != note.world]
+    if foreign:  # a note speaks about its world's tools, never about a namesake
+        raise RevisionError(rev.id, f"note {note.id!r} is for world {note.world or 'undeclared'}; "
+                                    f"of another world: {', '.join(foreign)}")
     strangers = [n for n in note.covered_by if n not in eta.skills]
     if strangers:
         names = ", ".join(strangers)
         raise RevisionError(rev.id, f"note {note.id!r} is covered by unknown skill(s): {names}")
+    return note
 
 
 def _check_policy(entry: PolicyEntry, rev: Revision, i: int) -> None:
@@ -179,13 +188,11 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
         elif isinstance(op, AddNote):
             if op.note.id in ids:
                 raise RevisionError(rev.id, f"ops[{i}]: note {op.note.id!r} already exists (use replace_note)")
-            _check_note(eta, op.note, rev)
-            notes.append(op.note)
+            notes.append(_check_note(eta, op.note, rev))
         elif isinstance(op, ReplaceNote):
             if op.note.id not in ids:
                 raise RevisionError(rev.id, f"ops[{i}]: no note {op.note.id!r} to replace")
-            _check_note(eta, op.note, rev)
-            notes[ids.index(op.note.id)] = op.note
+            notes[ids.index(op.note.id)] = _check_note(eta, op.note, rev)
         elif isinstance(op, RemoveNote):
             if op.note_id not in ids:
                 raise RevisionError(rev.id, f"ops[{i}]: no note {op.note_id!r} to remove")
@@ -195,6 +202,10 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
                 raise RevisionError(rev.id, f"ops[{i}]: unknown tool {op.tool!r}")
             if op.skill not in eta.skills:
                 raise RevisionError(rev.id, f"ops[{i}]: unknown skill {op.skill!r}")
+            if not op.remove and tools[op.tool].world != eta.skills[op.skill].world:
+                raise RevisionError(rev.id, f"ops[{i}]: skill {op.skill!r} is for world "
+                                            f"{eta.skills[op.skill].world or 'undeclared'}, tool {op.tool!r} "
+                                            f"is of {tools[op.tool].world or 'none declared'}")
             skills = [s for s in tools[op.tool].skills if s != op.skill]
             if not op.remove:
                 skills = sorted([*skills, op.skill])

@@ -26,7 +26,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..contracts import ToolSpec
 from ..skills import SkillLibrary
+from ..skills.worlds import ToolSet
 from .notes import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 
 __all__ = ["SkillRouter", "asks_to_delegate", "asks_to_remember"]
@@ -132,16 +134,17 @@ class SkillRouter:
             out[name] = 2.0 * (phrase_hits + len(stems & terms.keys)) + len(stems & terms.stems)
         return out
 
-    def route(self, request: str, exposed_tools: Sequence[str] | Iterable[str]) -> list[str]:
+    def route(self, request: str, exposed_tools: Sequence[str | ToolSpec] | Iterable[str | ToolSpec] | ToolSet) -> list[str]:
         """The skills whose procedures ``request`` needs, best first.
 
-        Only skills available with ``exposed_tools`` (every required tool exposed) compete;
+        Only skills available with ``exposed_tools`` (every required tool exposed, as a tool of
+        the skill's world: a namesake from another world makes no skill available) compete;
         those scoring at least ``min_score`` are kept, at most ``max_skills`` of them. A skill
         that requires no tool is available everywhere, so it needs twice the score: the
         arbiter belongs to requests that combine two interfering things, not to every request
         that names one. Ties keep the library's (alphabetical) order, so routing is deterministic.
         """
-        available = self.library.available(list(exposed_tools))
+        available = self.library.available(exposed_tools if isinstance(exposed_tools, ToolSet) else list(exposed_tools))
         scores = self.scores(request)
 
         def enough(name: str) -> bool:

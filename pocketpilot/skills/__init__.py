@@ -9,6 +9,11 @@ Public API::
     library.always_on_gates(exposed_tool_names)    # gates enforced without loading
     Session(..., skills=library, gates=library.always_on_gates(names))
 
+A skill applies through the tools of the world it declares (``world: sandbox`` for the shipped
+library), never through a namesake of another world: pass the tools' specs, or a library bound
+to them (``library.bind(executor.tools())``), wherever tools may come from another world (see
+:mod:`pocketpilot.skills.worlds`).
+
 See :mod:`pocketpilot.skills.skill` for the SKILL.md format and
 :mod:`pocketpilot.skills.preconditions` for the precondition vocabulary.
 """
@@ -35,6 +40,7 @@ from .preconditions import (
     StopBeforeStart,
 )
 from .skill import LoadedSkill, Skill, SkillMeta, parse_skill, read_skill
+from .worlds import ToolSet
 
 __all__ = [
     "PRECONDITION_KINDS",
@@ -53,6 +59,7 @@ __all__ = [
     "SkillMeta",
     "StopBeforeStart",
     "StopBeforeStartGate",
+    "ToolSet",
     "UnknownSkillError",
     "Violation",
     "audit_episode",

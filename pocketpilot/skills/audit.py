@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..contracts import Episode, LoadSkill, Step, ToolCall, ToolCallAction
+from ..contracts import Episode, LoadSkill, Step, ToolCall, ToolCallAction, ToolSpec
 from .gates import PreconditionGate
 from .library import SkillLibrary
 
@@ -32,7 +32,7 @@ class Violation:
     message: str
 
 
-def _in_force(library: SkillLibrary, steps: Sequence[Step], exposed: Sequence[str] | None) -> list[PreconditionGate]:
+def _in_force(library: SkillLibrary, steps: Sequence[Step], exposed: Sequence[str | ToolSpec] | None) -> list[PreconditionGate]:
     gates: list[PreconditionGate] = [g for g in library.always_on_gates(exposed) if isinstance(g, PreconditionGate)]
     for step in steps:
         if isinstance(step.action, LoadSkill) and step.results and step.results[0].ok and step.action.name in library:
@@ -41,17 +41,17 @@ def _in_force(library: SkillLibrary, steps: Sequence[Step], exposed: Sequence[st
 
 
 def audit_episode(
-    episode: Episode, library: SkillLibrary, *, exposed_tools: Sequence[str] | None = None
+    episode: Episode, library: SkillLibrary, *, exposed_tools: Sequence[str | ToolSpec] | None = None
 ) -> list[Violation]:
     """Violations of ``library``'s preconditions that reached the executor in ``episode``.
 
     Args:
         episode: a finished episode (sub-agent episodes in ``Step.children`` are audited too).
         library: the skills whose preconditions were declared for the run.
-        exposed_tools: the session's starting tools (defaults to the tools in the header),
-            which decide the always-on gates exactly as the session did.
+        exposed_tools: the session's starting tools (defaults to the tools in the header, with
+            the worlds they declare), which decide the always-on gates exactly as the session did.
     """
-    exposed = exposed_tools if exposed_tools is not None else [t.name for t in episode.header.tools]
+    exposed = exposed_tools if exposed_tools is not None else list(episode.header.tools)
     out: list[Violation] = []
     for i, step in enumerate(episode.steps):
         for child in step.children:

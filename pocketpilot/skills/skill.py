@@ -6,6 +6,7 @@ Format::
     name: note-before-power-off        # the folder name; lowercase, digits, dashes
     description: Save what the user wants kept before the phone goes off.
     version: "1.0"
+    world: sandbox                     # the world whose tools it names (omitted: undeclared)
     requires: [create_note, power_off] # available only when all of these are exposed
     exposes: [read_note]               # tools made visible to the planner once loaded
     keywords: [note, write down]       # words of requests that need it (request routing)
@@ -51,6 +52,11 @@ class SkillMeta(BaseModel):
     name: str = Field(pattern=_NAME)
     description: str = Field(min_length=1, max_length=300)
     version: str = Field(min_length=1, max_length=20)
+    world: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+    """The world whose tools the skill names (``ToolSpec.world``; ``sandbox`` for the bundled
+    library). It applies only through tools that declare that world: a tool of another world
+    with a matching name is not the tool the procedure and the preconditions speak about (see
+    :mod:`pocketpilot.skills.worlds`). None: undeclared, for tools that declare no world."""
     requires: list[str] = Field(default_factory=list)
     exposes: list[str] = Field(default_factory=list)
     preconditions: list[Precondition] = Field(default_factory=list)
@@ -124,6 +130,11 @@ class Skill:
     def name(self) -> str:
         """The skill's name."""
         return self.meta.name
+
+    @property
+    def world(self) -> str | None:
+        """The world whose tools the skill names (None: undeclared)."""
+        return self.meta.world
 
     @property
     def governs(self) -> frozenset[str]:

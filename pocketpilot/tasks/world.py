@@ -10,6 +10,8 @@ and the vacuity audit need to know nothing about which world a task has.
 What an ``apps`` entry may be, told apart by type, never by name:
 
 - a class: built as ``cls(state)``; its ``@tool`` methods act on that state (like sandbox apps);
+  a class attribute ``world = "..."`` declares the world its tools belong to (``ToolSpec.world``:
+  the identity skills and η notes are matched by), as ``name`` declares the app;
 - a :class:`~pocketpilot.executor.tools.Tool` (a ``@tool`` function): used as it is;
 - a list or tuple of these;
 - any other callable: a factory ``make(state)`` returning a Tool or an iterable of Tools.
@@ -120,6 +122,18 @@ def _app_name(cls: type) -> str:
     return declared if isinstance(declared, str) and declared else cls.__name__
 
 
+def _declared_world(t: Tool, cls: type, label: str) -> Tool:
+    """``t`` (bound to this instance) with the world its app class declares, unless it declares its own."""
+    world = getattr(cls, "world", None)
+    if not isinstance(world, str) or t.spec.world is not None:
+        return t
+    try:
+        t.spec = ToolSpec.model_validate({**t.spec.model_dump(), "world": world})
+    except ValidationError as exc:
+        raise WorldError("world", f"{label}: class {cls.__name__} declares world {world!r}, not a world name") from exc
+    return t
+
+
 def build_tools(source: ToolSource, state: BaseModel, label: str = "app") -> list[tuple[str | None, Tool]]:
     """The tools ``source`` provides over ``state``, each with the app it belongs to (None: none).
 
@@ -137,7 +151,7 @@ def build_tools(source: ToolSource, state: BaseModel, label: str = "app") -> lis
         if not found.names():
             raise WorldError("world", f"{label}: class {source.__name__} has no @tool methods")
         name = _app_name(source)
-        return [(name, found[t]) for t in found.names()]
+        return [(name, _declared_world(found[t], source, label)) for t in found.names()]
     if callable(source):
         made = source(state)
         items = [made] if isinstance(made, Tool) else list(made) if isinstance(made, Iterable) else None

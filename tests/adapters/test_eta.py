@@ -117,7 +117,9 @@ def test_filter_is_fast(eta, inputs):
 
 def test_session_kwargs(eta, lib, tmp_path):
     kw = session_kwargs(eta, ["get_cast_status", "start_cast", "stop_cast"], library=lib, memory=True)
-    assert kw["eta_version"] == eta.version and kw["skills"] is lib
+    assert kw["eta_version"] == eta.version
+    # the session's store: the same skills, bound to the session's tools
+    assert kw["skills"].names() == lib.names() and kw["skills"].catalogue is not None
     assert any(getattr(g, "skill", "") == "screen-cast" for g in kw["gates"])
     assert any("memory_search" in g for g in kw["guidance"])
     folder = tmp_path / "lib"

@@ -239,7 +239,7 @@ def _german_library(tmp_path):
     folder.mkdir()
     (folder / "SKILL.md").write_text(
         "---\nname: wlan\ndescription: Schaltet das WLAN ein oder aus und stellt die Helligkeit ein\n"
-        "version: '1'\nrequires: [set_wifi]\n---\nRufe set_wifi auf.\n"
+        "version: '1'\nworld: sandbox\nrequires: [set_wifi]\n---\nRufe set_wifi auf.\n"
     )
     return SkillLibrary([*SkillLibrary.builtin().skills(), SkillLibrary.from_dir(tmp_path).get("wlan")])
 

@@ -12,7 +12,11 @@ from .diff import StateChange, diff_states
 from .seeding import default_state
 from .state import PhoneState
 
-__all__ = ["SandboxPhone"]
+__all__ = ["SANDBOX_WORLD", "SandboxPhone"]
+
+SANDBOX_WORLD = "sandbox"
+"""The identity the phone's tools declare (``ToolSpec.world``): the bundled skills and η notes
+were written for these tools, and apply to a tool of the same name only if it declares it too."""
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +41,9 @@ class SandboxPhone:
         self._app_of: dict[str, str] = {}
         for app_name, app in self.apps.items():
             for t in ToolRegistry.from_object(app).names():
-                self._registry.add(getattr(app, t))
+                bound = getattr(app, t)  # a copy bound to this app: the class's tool is untouched
+                bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD})
+                self._registry.add(bound)
                 self._app_of[t] = app_name
 
     # ------------------------------------------------------------------ state
