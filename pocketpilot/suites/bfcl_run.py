@@ -126,7 +126,8 @@ def _turn_session(
     """
     if mode == "harness":
         assert kit is not None
-        kwargs = kit.session_kwargs(world.registry.names(), memory=False, request=request)
+        # specs, not names: BFCL's cancel_order or place_order is not the sandbox's, nor are its notes
+        kwargs = kit.session_kwargs(world.registry.tools(), memory=False, request=request)
         session = Session(planner, world.registry, **common, **kwargs)
     else:
         session = Session(planner, world.registry, **common, policies=safety_policies())

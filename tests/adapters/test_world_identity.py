@@ -309,3 +309,22 @@ def test_a_revised_note_is_about_the_world_of_the_tools_it_names() -> None:
     with pytest.raises(RevisionError, match="is for world sandbox"):
         revise(MapTool(tool="team_ping", skill="screen-cast"))
     assert revise(AddNote(note=RoutingNote(id="ping", text="t", requires_tools=["team_ping"]))).note("ping").world is None
+
+
+def test_a_bfcl_turn_gets_no_sandbox_note(kit: Any) -> None:
+    """BFCL's classes have a cancel_order and a place_order of their own: its harness turns get no sandbox note."""
+    from pocketpilot.suites import BfclSuite, SuiteUnavailableError
+    from pocketpilot.suites.bfcl import BfclWorld
+    from pocketpilot.suites.bfcl_run import _turn_session
+
+    try:
+        suite = BfclSuite.fetch()
+    except SuiteUnavailableError as exc:
+        pytest.skip(f"bfcl-eval wheel unavailable: {exc}")
+    task = next(t for t in suite.tasks if {"cancel_order", "place_order"} & set(BfclWorld(suite, t).registry.names()))
+    world = BfclWorld(suite, task)
+    session = _turn_session(ScriptedPlanner([]), world, "Cancel my last order.", [], mode="harness", kit=kit)
+    assert session.guidance_for is not None
+    guidance = "\n".join(session.guidance_for(world.registry.names()))
+    assert not [text for text in SANDBOX_NOTE_TEXTS if text in guidance] and "load_skill" not in guidance
+    assert session.gates == [] and session.preloaded == []
