@@ -147,9 +147,15 @@ def session_kwargs(
     shown = tuple(preloaded)
     frozen_res = frozenset(res)
 
+    resolved: dict[tuple[str, ...], ToolSet] = {}
+
     def guidance_for(now: Sequence[str | ToolSpec]) -> list[str]:
-        # the session asks by name: each name is the tool of that name handed in above
-        return filt.guidance(ToolSet.of(now, catalogue=tools), frozen_res, request=request, shown_skills=shown)
+        # the session asks by name, at every step: each name is the tool of that name handed in
+        # above, and the set changes only when a loaded skill exposes tools
+        key = tuple(t if isinstance(t, str) else t.name for t in now)
+        if key not in resolved:
+            resolved[key] = ToolSet.of(now, catalogue=tools)
+        return filt.guidance(resolved[key], frozen_res, request=request, shown_skills=shown)
 
     return {
         "guidance": [],

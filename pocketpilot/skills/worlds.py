@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..contracts import ToolSpec
 
@@ -68,13 +69,31 @@ class ToolSet:
         """The world ``name`` declares here (None: undeclared or not in the set)."""
         return self.declared.get(name)
 
+    @cached_property
+    def _by_world(self) -> dict[str | None, frozenset[str]]:
+        # asked once per note and skill at every step: partitioned once per set
+        groups: dict[str | None, set[str]] = {}
+        for name, world in self.declared.items():
+            groups.setdefault(world, set()).add(name)
+        return {world: frozenset(names) for world, names in groups.items()}
+
+    @cached_property
+    def _memo(self) -> dict[tuple[str, str | None], frozenset[str]]:
+        return {}
+
     def of_world(self, world: str | None) -> frozenset[str]:
         """Names a skill or note written for ``world`` may speak about: that world's tools and bare names."""
-        return frozenset(n for n, w in self.declared.items() if w == world) | self.vouched
+        key = ("of", world)
+        if key not in self._memo:
+            self._memo[key] = self._by_world.get(world, frozenset()) | self.vouched
+        return self._memo[key]
 
     def foreign_to(self, world: str | None) -> frozenset[str]:
         """Names of tools that declare another world than ``world`` (undeclared counts as one)."""
-        return frozenset(n for n, w in self.declared.items() if w != world)
+        key = ("foreign", world)
+        if key not in self._memo:
+            self._memo[key] = frozenset(self.declared).difference(self._by_world.get(world, ()))
+        return self._memo[key]
 
     def admits(self, world: str | None, names: Iterable[str]) -> bool:
         """Whether an entry written for ``world`` that names ``names`` applies to this set at all.
@@ -84,6 +103,6 @@ class ToolSet:
         set has no tool of that world (a procedure for the sandbox means nothing elsewhere).
         A set of bare names alone (no spec, no catalogue) vouches for every world.
         """
-        if self.foreign_to(world) & set(names):
+        if not self.foreign_to(world).isdisjoint(names):
             return False
         return world is None or not self.declared or bool(self.of_world(world))
