@@ -25,6 +25,7 @@ memory store and its verifier. The session itself is :mod:`pocketpilot.task_sess
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 import time
 from collections import defaultdict
@@ -318,6 +319,22 @@ async def run_suite(
     return SuiteReport(planner=planner.info.model_dump(mode="json"), outcomes=outcomes, mode=mode)
 
 
+def _settings_record(settings: RunSettings | None) -> dict[str, Any]:
+    """What the caller set over the tasks' own settings, for the report (nothing when nothing was set)."""
+    out: dict[str, Any] = {}
+    if settings is None:
+        return out
+    if settings.guidance is not None:
+        text = "\n".join(settings.guidance)
+        out["guidance_override"] = {"entries": len(settings.guidance),
+                                    "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    if settings.budget:
+        out["budget_override"] = dict(settings.budget)
+    if settings.max_steps is not None:
+        out["max_steps_override"] = settings.max_steps
+    return out
+
+
 async def run_comparison(
     tasks: Sequence[TaskSpec],
     planner: Planner,
@@ -357,6 +374,7 @@ async def run_comparison(
         planner=info,
         split=split,
         task_ids=[t.id for t in tasks],
-        kit=kit.describe() | {"embedder": getattr(embedder, "name", None) or "none (keyword-only)"},
+        kit=kit.describe() | {"embedder": getattr(embedder, "name", None) or "none (keyword-only)"}
+        | _settings_record(settings),
         runs={m: SuiteReport(planner=info, outcomes=o, mode=m) for m, o in outcomes.items()},
     )

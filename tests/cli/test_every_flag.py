@@ -493,3 +493,14 @@ def _file_of(task_id: str) -> str:
         if yaml.safe_load(path.read_text())["id"] == task_id:
             return path.name
     raise AssertionError(task_id)
+
+
+def test_the_report_records_what_the_flags_set_over_the_tasks(seam: Seam, test_gguf: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "policy.md"
+    doc.write_text("Bench-wide policy.")
+    base = ["--tasks", str(WORLD_DIR), "--limit", "1", *_model(test_gguf)]
+    plain = _report(tmp_path, base, seam)["kit"]
+    assert "guidance_override" not in plain and "budget_override" not in plain
+    kit = _report(tmp_path, [*base, "--guidance-file", str(doc), "--budget", "guidance=3000"], seam)["kit"]
+    assert kit["guidance_override"]["entries"] == 1 and len(kit["guidance_override"]["sha256"]) == 64
+    assert kit["budget_override"] == {"guidance": 3000}
