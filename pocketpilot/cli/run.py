@@ -150,7 +150,7 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
         phone = SandboxPhone()
         executor = SandboxExecutor(phone, list(apps) if apps else list(EVERYDAY_APPS))
         # Routed like a bench request: the skills it needs in the first context, no memory actions.
-        extra = kit.session_kwargs([t.name for t in executor.tools()], memory=False, request=request,
+        extra = kit.session_kwargs(executor.tools(), memory=False, request=request,
                                    memory_search=False)
         extra["evidence"] = [device_clock(phone.state.now)]
     if mode == "bare":  # the planner alone, as the bench's bare mode: confirmation is all that guards it

@@ -232,7 +232,7 @@ async def measure_on_evolve(
     for label, eta in (("before", before), ("after", after)):
         for task in tasks:
             run = prepare(task)
-            kwargs = session_kwargs(eta, [t.name for t in run.executor.tools()])
+            kwargs = session_kwargs(eta, run.executor.tools())
             session = Session(
                 planner_factory(task, eta),
                 run.executor,
