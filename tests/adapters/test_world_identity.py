@@ -198,6 +198,20 @@ async def test_a_foreign_start_cast_runs_ungated_and_unguided(folder: Path, kit:
     assert kit.violations(episode) == 0
 
 
+async def test_a_planner_cannot_load_a_sandbox_skill_onto_a_foreign_world(folder: Path, kit: Any) -> None:
+    """Asked for by name anyway, the skill is not loadable there: its gates never come into force."""
+    task = load_task(folder / "cast.yaml")
+    planner = ScriptedPlanner([
+        {"kind": "load_skill", "name": "screen-cast"},
+        {"kind": "tool_call", "calls": [{"name": "start_cast", "arguments": {"target": "Living room TV"}}]},
+        {"kind": "finish", "summary": "Casting to the living room TV."},
+    ], validate=False)
+    episode, _ = await run_task_session(task, planner, kit=kit)
+    load, cast = episode.steps[0].results[0], episode.steps[1].results[0]
+    assert not load.ok and load.error is not None and load.error.code == "unknown_skill"
+    assert cast.ok and episode.verdict is not None and episode.verdict.success
+
+
 async def test_a_declared_start_cast_is_held_by_the_sandbox_gate(folder: Path, kit: Any) -> None:
     """The control: the gate is real, and holds a tool that declares the sandbox's identity."""
     task = load_task(folder / "cast-declared.yaml")
