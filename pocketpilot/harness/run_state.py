@@ -81,6 +81,11 @@ class RunState:
         return self.s.evidence
 
     @property
+    def prescribed(self) -> list[str]:
+        notes = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
+        return [*self.s.guidance, *notes]
+
+    @property
     def gate_history(self) -> list[Step]:
         return [*self.s.gate_history, *self.steps]
 

@@ -13,6 +13,12 @@ declared setting key and description and its enum values ("ring", "mode", "vibra
 the request, the evidence (recalled memories), the memories a search returned, and the error
 messages of this run's results ("bluetooth is off" grounds turning Bluetooth on). Skill
 procedures do not count: they list every setting.
+
+What the run *read* and the guidance the deployment gives are matched strictly
+(:func:`names_setting`): by the declared setting key as a phrase ("apn", "ring mode"), so a read
+of a record whose fields happen to share a common word with a description ("text", "mode")
+grounds nothing. A read grounds by its fields (:func:`result_fields`: keys and short codes),
+never by free text it carries (a message body is another party's words).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 from ..contracts import ToolSpec
 
 __all__ = ["ENGLISH", "FUNCTION_WORDS", "GENERIC_WORDS", "Lexicon", "content_stems", "declared_terms", "is_setting",
-           "out_of_scope", "setting_terms"]
+           "names_setting", "out_of_scope", "result_fields", "setting_terms"]
 
 FUNCTION_WORDS: tuple[str, ...] = tuple(
     "set turn on off or and the a an in of to its it is be must this that with by for from not do "
@@ -123,3 +129,53 @@ def declared_terms(spec: ToolSpec, lexicon: Lexicon = ENGLISH) -> frozenset[str]
     """Stems of the words a tool's declaration uses for what it acts on: its setting key,
     description and enum values (never its name), without generic words."""
     return frozenset(_stem(w) for w in _declared_words(spec) if len(w) > 2 and w not in lexicon.generic_words)
+
+
+def _key_phrase(key: str) -> list[str]:
+    return [_stem(p) for p in re.findall(r"[a-z0-9]+", key.lower())]
+
+
+def names_setting(spec: ToolSpec, text: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether ``text`` names what setting tool ``spec`` changes, strictly.
+
+    By its declared setting key: as a phrase ("ring mode", "ring_mode", "ringmode", "Wi-Fi" for
+    ``wifi``). A tool that declares no key is matched by its declared terms without generic
+    words (:func:`declared_terms`). False for a tool that is not a setting.
+    """
+    if not is_setting(spec):
+        return False
+    if not spec.setting:
+        return bool(declared_terms(spec, lexicon) & {_stem(w) for w in _tokens(text)})
+    phrase = _key_phrase(spec.setting)
+    if not phrase:
+        return False
+    if _stem("".join(phrase)) in {_stem(w) for w in _tokens(text)}:
+        return True
+    words = _key_phrase(text)
+    n = len(phrase)
+    return any(words[i:i + n] == phrase for i in range(len(words) - n + 1))
+
+
+_MAX_FIELDS = 2000
+
+
+def result_fields(data: object) -> list[str]:
+    """The fields a result's data shows: its keys at any depth and its short codes (string values
+    with no space, such as enum values), never free text.
+
+    A read shows the planner *which* state it looked at by its keys (``{"apn": {...}}``); a
+    string with spaces is content the world carries (a message body, a note), another
+    party's words, which never grant a change.
+    """
+    out: list[str] = []
+    todo = [data]
+    while todo and len(out) < _MAX_FIELDS:
+        item = todo.pop()
+        if isinstance(item, dict):
+            out.extend(str(k) for k in item)
+            todo.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
+        elif isinstance(item, str) and item and not any(c.isspace() for c in item) and len(item) <= 64:
+            out.append(item)
+    return out

@@ -135,7 +135,7 @@ async def _run(task: Any, actions: list[Any], naming: str, library: SkillLibrary
     }
 
 
-TASKS = load_suite()
+TASKS = [t for t in load_suite() if t.world is None]  # the sandbox's tools are what gets renamed
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
-from pocketpilot.harness import AllowAll, HarnessConfig, Session, safety_policies
+from pocketpilot.harness import AllowAll, CallbackConfirmation, HarnessConfig, Session, safety_policies
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.scope import is_setting, out_of_scope, setting_terms
 
@@ -74,16 +74,27 @@ async def test_recalled_memories_and_error_messages_ground_a_setting():
 
 
 async def test_the_holds_own_notice_does_not_ground_the_identical_retry():
-    """The hold names the call it held ("set_wifi: ..."): that is the harness talking, not the world."""
+    """The hold names the call it held ("set_wifi: ..."): that is the harness talking, not the world.
+
+    Sent again, the call is not let through on the hold's words: it is put to the user (who says
+    no here), once, and every later send of it stays denied.
+    """
     phone = SandboxPhone()
     wifi_before = phone.state.settings.wifi
     retry = call("set_wifi", enabled=not wifi_before)
+    asked = []
+
+    async def no(c, spec):
+        asked.append(c.name)
+        return False
+
     planner = ScriptedPlanner([call("set_do_not_disturb", enabled=True), retry, retry, retry, FINISH])
-    episode = await Session(planner, SandboxExecutor(phone), tools=SETTINGS, confirm=AllowAll(), config=GUARD).run(
-        "I'm heading into a meeting, turn on do not disturb.")
+    episode = await Session(planner, SandboxExecutor(phone), tools=SETTINGS, confirm=CallbackConfirmation(no),
+                            config=GUARD).run("I'm heading into a meeting, turn on do not disturb.")
     held = [s.results[0] for s in episode.steps[1:4]]
-    assert all(r.error is not None and r.error.code == "not_allowed" for r in held)
+    assert [r.error.code for r in held] == ["not_allowed", "confirmation_denied", "confirmation_denied"]
     assert "wifi" in held[0].error.message.lower()  # the notice does mention it: only its source disqualifies it
+    assert asked == ["set_wifi"]
     assert phone.state.settings.wifi == wifi_before
 
 

@@ -149,6 +149,12 @@ class RunView(Protocol):
         """Static guidance plus the procedures of skills in force."""
         ...
 
+    @property
+    def prescribed(self) -> Sequence[str]:
+        """The guidance the deployment gives this run: the session's own (an operating policy)
+        and the η notes in force now; never a skill's procedure."""
+        ...
+
     def said_by_harness(self, message: str) -> bool:
         """Whether an error message is the harness's own (a hold, a denial), not the world's."""
         ...

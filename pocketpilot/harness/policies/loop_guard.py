@@ -131,6 +131,7 @@ class LoopGuard(BasePolicy):
         key = _batch_key(report.calls)
         all_ok = bool(report.results) and all(r.ok for r in report.results)
         repeats = isinstance(previous, ToolCallAction) and _batch_key(previous.calls) == key
+        same = bool(self._trail) and self._trail[-1][0] == _outcomes(report)
         self._trail.append((_outcomes(report), all_ok))
         if resent:
             return self._stuck(run, report, f"You sent {', '.join(resent)} again with the exact arguments the harness "
@@ -144,7 +145,7 @@ class LoopGuard(BasePolicy):
                                             "steps already did, with the same failures.", succeeded=False)
         if not all_ok:
             return None
-        if repeats:
+        if repeats and same:  # a held call sent again that now runs (the user allowed it) is no repeat
             return self._stuck(run, report, "You just ran exactly these calls, with the same results: repeating them changes nothing.")
         if self._cycles():
             return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last steps already did, with the same results.")

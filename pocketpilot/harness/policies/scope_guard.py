@@ -1,4 +1,4 @@
-"""A device setting that nothing the run was told or found out names stays as it is.
+"""A device setting that nothing the run was told or found out names stays as it is, unless the user says so.
 
 The 1.5B planner's commonest harmful failure in the traces is the settings walk: it makes
 the change it was asked for, then turns on Wi-Fi, Bluetooth, do-not-disturb and a brightness
@@ -11,21 +11,52 @@ values; see :mod:`pocketpilot.harness.scope`) against what grounds a change:
   harness's own hold or denial messages, which name the call they held and would ground its
   identical retry;
 - a recalled memory only when it is about the request (shares a content word with it): a
-  memory recalled as a distractor must not authorize a change the request never asked for.
+  memory recalled as a distractor must not authorize a change the request never asked for;
+- what the run read: the fields of a successful read's result (``{"apn": {...}}`` grounds the
+  APN setting), when it is a read of that one setting. A read whose fields name several
+  settings (a settings screen, an accessibility panel) is a catalogue, like a skill
+  procedure: it grounds none of them, or the walk would pass after any "read before a
+  toggle";
+- what the deployment prescribes: the session's own guidance (an operating policy) and the η
+  notes in force, each entry when it is about the request, as a memory is. A skill's
+  procedure never counts: it is the how-to of a whole class of requests and lists every
+  setting of that class, whether the router preloaded it or the planner loaded it.
+
+Reads and guidance name a setting strictly, by its declared key as a phrase
+(:func:`~pocketpilot.harness.scope.names_setting`).
 
 The walk comes *after* the asked change, so the guard starts holding only once the run has
-made a change that is in scope. Before that, an unnamed setting is more likely one of the
-request's unstated prerequisites ("start the engine" needs the doors locked and the brake
-pressed): a replay of an outside suite's ground truth showed the guard holding exactly those.
+made a change that the request (or a memory about it, or the world's error) asked for. Before
+that, an unnamed setting is more likely one of the request's unstated prerequisites ("start
+the engine" needs the doors locked and the brake pressed): a replay of an outside suite's
+ground truth showed the guard holding exactly those.
+
+A hold is answerable. The planner that sends the same held call again is not walking past a
+hold it did not read so much as insisting the request needs it, and neither the planner nor
+the guard should decide that alone: the second time, the guard asks whoever answers the
+session's confirmations (:meth:`RunView.confirm`). Allowed, the call runs; denied, it ends as a
+denied call (``confirmation_denied``) and every later send of it is denied without asking
+again. A call that needs confirmation anyway is left to the confirmation policy, so the user
+is asked once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from ...contracts import ToolCall, ToolSpec
-from ..scope import ENGLISH, FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, out_of_scope
-from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
+from ...contracts import ToolCall, ToolCallAction, ToolSpec, spec_for_call
+from ..scope import (
+    ENGLISH,
+    FUNCTION_WORDS,
+    GENERIC_WORDS,
+    Lexicon,
+    content_stems,
+    is_setting,
+    names_setting,
+    out_of_scope,
+    result_fields,
+)
+from .base import ALLOW, Advice, Allow, BasePolicy, CallDecision, Hold, RunView, StepReport
 
 __all__ = ["ScopeGuard"]
 
@@ -39,7 +70,7 @@ def _memory_lines(run: RunView) -> Iterator[str]:
 
 
 def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
-    """What may ground a setting change in this run (lazy: only a setting call reads it)."""
+    """What asks for a setting change in this run (lazy: only a setting call reads it)."""
     yield run.request
     for step in run.steps:
         yield from (r.error.message for r in step.results
@@ -50,8 +81,44 @@ def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
             yield line
 
 
+def prescribed(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
+    """The entries of the deployment's guidance that are about the request (no skill procedures)."""
+    about = content_stems(run.request, lexicon)
+    for entry in run.prescribed:
+        if content_stems(entry, lexicon) & about:
+            yield entry
+
+
+def read_fields(run: RunView) -> Iterator[list[str]]:
+    """The fields of each successful read-only call's result in this run, one list per result."""
+    for step in run.steps:
+        if not isinstance(step.action, ToolCallAction):
+            continue
+        for call, result in zip(step.action.calls, step.results):
+            spec = spec_for_call(run.tools, call)
+            if result.ok and spec is not None and (spec.read_only or spec.effect == "read"):
+                yield result_fields(result.data)
+
+
+def found_out(spec: ToolSpec, run: RunView, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether the guidance prescribes, or the run read, the setting ``spec`` changes.
+
+    A read counts when it is a read *of that setting*: its fields name it and no other setting
+    exposed now. One that names several (a settings screen) is a catalogue and grounds none.
+    """
+    if any(names_setting(spec, entry, lexicon) for entry in prescribed(run, lexicon)):
+        return True
+    others = [s for s in run.tools.values() if is_setting(s) and s.name != spec.name]
+    for fields in read_fields(run):
+        if any(names_setting(spec, f, lexicon) for f in fields) and not any(
+                names_setting(s, f, lexicon) for s in others for f in fields):
+            return True
+    return False
+
+
 class ScopeGuard(BasePolicy):
-    """Hold a setting call that nothing grounding names, once the run has made a grounded change.
+    """Hold a setting call that nothing grounding names, once the run has made an asked change;
+    sent again, ask the user.
 
     Args:
         function_words: words that never name a setting (default: English).
@@ -66,10 +133,14 @@ class ScopeGuard(BasePolicy):
         super().__init__(function_words=fw, generic_words=gw)
         self.lexicon = Lexicon.of(fw, gw)
         self._acted = False
+        self._held: set[str] = set()
+        """Keys of calls held once (sent again, the user is asked)."""
+        self._answered: dict[str, bool] = {}
+        """The user's answer per call key."""
 
     def after_step(self, report: StepReport, run: RunView) -> Advice | None:
         for call, result in zip(report.calls, report.results):
-            spec = run.tools.get(call.name)
+            spec = spec_for_call(run.tools, call)
             if not result.ok or spec is None or spec.read_only or spec.effect in (None, "read"):
                 continue
             if not out_of_scope(spec, grounding(run, self.lexicon), self.lexicon):
@@ -77,11 +148,36 @@ class ScopeGuard(BasePolicy):
         return None
 
     async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
-        if not self._acted or not out_of_scope(spec, grounding(run, self.lexicon), self.lexicon):
+        if not self._acted or not is_setting(spec):
             return ALLOW
+        if not out_of_scope(spec, grounding(run, self.lexicon), self.lexicon) or found_out(spec, run, self.lexicon):
+            return ALLOW
+        key = call.key()
+        if key in self._answered:
+            return self._answer(call, self._answered[key], "asked before")
+        if key not in self._held:
+            self._held.add(key)
+            return Hold(
+                "not_allowed",
+                f"{call.name}: neither the request, a memory about it, what this run read nor the guidance names "
+                "this setting, so it stays as it is. Change only what was asked; if that is done, finish with what "
+                "you changed (this is no reason to refuse). Only if the request cannot be done without it, send "
+                "this call again: the user will be asked.",
+            )
+        effective, _ = await run.effect_of(call, spec)
+        if effective.needs_confirmation:  # the confirmation policy asks the user about this call anyway
+            return ALLOW
+        allowed, reason = await run.confirm(call, spec)
+        self._answered[key] = allowed
+        return self._answer(call, allowed, reason)
+
+    @staticmethod
+    def _answer(call: ToolCall, allowed: bool, reason: str) -> CallDecision:
+        if allowed:
+            return Allow(notice=f"{call.name}: the user allowed a setting the request does not name ({reason})")
         return Hold(
-            "not_allowed",
-            f"{call.name}: neither the request nor any memory about it mentions this setting, so it stays "
-            "as it is. Change only what was asked; if that is done, finish with what you changed (this is no "
-            "reason to refuse).",
+            "confirmation_denied",
+            f"{call.name}: the user did not allow changing a setting the request does not name ({reason}); it "
+            "stays as it is. Finish with what you changed.",
+            notice=f"confirmation denied for {call.name}: {reason}",
         )
