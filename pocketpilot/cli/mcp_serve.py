@@ -21,7 +21,8 @@ __all__ = ["mcp"]
 mcp = ErrorMappingGroup("mcp", help="pocketpilot as an MCP server.")
 
 
-def _scripted(path: str) -> Any:
+def scripted(path: str) -> Any:
+    """A planner replaying the JSON list of actions in ``path``."""
     from ..harness.planners import ScriptedPlanner
 
     try:
@@ -76,7 +77,7 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str,
 
     def planner() -> Any:
         if script is not None:
-            return _scripted(script)
+            return scripted(script)
         with ctx.scope(cleanup=False):  # the planner flags (--threads, --n-ctx...) live in the context
             return build_planner(model, endpoint, temperature, max_new_tokens, pull)
 

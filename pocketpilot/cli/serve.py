@@ -72,13 +72,16 @@ class _Planners:
 @click.option("--mcp", "mcp_servers", multiple=True, metavar="NAME=CMD",
               help="An MCP server sessions may pick as their device by NAME (repeatable).")
 @click.option("--adb-port", type=int, default=None, help="adb server port for adb devices.")
+@click.option("--script", "script", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Every session replays this JSON list of actions instead of a model (tests, demos).")
 @click.option("--memory", "memory_db", type=click.Path(dir_okay=False), default=None,
               help="A memory store sessions search, each through its owner's caller "
                    "(needs POCKETPILOT_SERVICE_TOKEN and POCKETPILOT_ADMIN_TOKEN).")
 @planner_options
 def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | None, insecure_lan: bool,
           token_file: str | None, trace_dir: str | None, confirm_timeout: float, cors_origins: Sequence[str],
-          max_body: int, mcp_servers: Sequence[str], adb_port: int | None, memory_db: str | None, model: str,
+          max_body: int, mcp_servers: Sequence[str], adb_port: int | None, script: str | None,
+          memory_db: str | None, model: str,
           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Serve sessions on phones to companion apps over HTTP, with steps as Server-Sent Events."""
     from ..serve.auth import check_bind, load_or_create_token
@@ -90,8 +93,15 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
     _require_serve_extra()
     servers = dict(parse_mcp_option(v) for v in mcp_servers)
     token, where = load_or_create_token(Path(token_file) if token_file else None)
-    planners = _Planners(model, endpoint, temperature, max_new_tokens, click.get_current_context())
-    planners._built[model] = planners.build(model, pull)  # the default model is pulled (once) before serving
+    planners: Any
+    if script is not None:
+        from .mcp_serve import scripted
+
+        scripted(script)  # a bad script fails now
+        planners = lambda _model: scripted(script)  # noqa: E731 - a fresh replay per session
+    else:
+        planners = _Planners(model, endpoint, temperature, max_new_tokens, click.get_current_context())
+        planners._built[model] = planners.build(model, pull)  # the default model is pulled (once) before serving
     memory = _memory(memory_db)
 
     import uvicorn
@@ -100,7 +110,8 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
 
     config = ServeConfig(trace_dir=Path(trace_dir) if trace_dir else pocketpilot_home() / "serve-traces",
                          confirm_timeout_s=confirm_timeout, max_body_bytes=max_body,
-                         cors_origins=tuple(cors_origins), default_model=model)
+                         cors_origins=tuple(cors_origins),
+                         default_model=f"script:{Path(script).name}" if script else model)
     app = create_app(config, planners, token=token, devices=DeviceOpener(servers, adb_port), memory=memory)
     scheme = "https" if ssl_certfile else "http"
     click.echo(f"pocketpilot serve on {scheme}://{host}:{port} (token in {where}; console at /)", err=True)

@@ -152,6 +152,8 @@ class ServeSession:
             return
         if event.kind == "run_started" and event.depth == 0 and tail.path is None:
             tail.path = self.harness.trace_path
+            if tail.path is not None:  # listed from the start: a client may read a run's trace while it grows
+                self.traces.append(tail.path.stem)
         tail.poke()
 
     def on_step(self, step: Step) -> None:
@@ -239,8 +241,6 @@ class ServeSession:
     async def _ended(self, tail: TraceTail, episode: Episode | None) -> None:
         await tail.drain()
         self._tail = None
-        if self.harness.trace_path is not None and tail.path is not None:
-            self.traces.append(tail.path.stem)
         if self.state == "closed":
             return
         if episode is None:

@@ -7,12 +7,17 @@ import json
 
 import pytest
 
-from _serve_support import Served, kind, question, sse
+from _serve_support import Event, Served, kind, question, sse
 
 POWER_OFF = [{"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},
              {"kind": "finish", "summary": "phone is off"}]
 READ = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
         {"kind": "finish", "summary": "read it"}]
+
+
+def idle_after_end(e: Event) -> bool:
+    """The run is over (its end record came before this state event)."""
+    return e.event == "state" and e.data["state"] == "idle" and e.id > 2
 
 
 def events_path(sid: str) -> str:
@@ -23,7 +28,7 @@ async def test_steps_stream_as_the_trace_records(served: Served) -> None:
     sid, key = await served.open(READ)
     r = await served.send(sid, key, "what phone is this?")
     assert r.status_code == 202 and r.json()["turn"] == 0
-    got = await sse(served.client, events_path(sid), served.auth(key), until=kind("end"))
+    got = await sse(served.client, events_path(sid), served.auth(key), until=idle_after_end)
     trace_kinds = [e.event for e in got if e.event in ("header", "step", "end")]
     assert trace_kinds == ["header", "step", "step", "end"]
     assert [e.id for e in got] == list(range(1, len(got) + 1))
@@ -34,7 +39,7 @@ async def test_steps_stream_as_the_trace_records(served: Served) -> None:
     assert [e.raw for e in got if e.event in ("header", "step", "end")] == lines
     step = got[[e.event for e in got].index("step")].data["step"]
     assert step["action"]["calls"][0]["name"] == "get_device_info" and step["results"][0]["ok"]
-    assert got[-1].data["stop_reason"] == "finish"
+    assert next(e.data for e in got if e.event == "end")["stop_reason"] == "finish"
     assert status["state"] == "idle" and status["last_stop"] == "finish"
 
 
