@@ -56,6 +56,8 @@ test: $(DEV)
 	$(VENV)/bin/pocketpilot models pull qwen2.5-coder-0.5b
 # headless Chromium renders the HTML replay in its test (Debian's package; root on CI)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+# ... and the serve console's Selenium test drives it through Debian's chromium-driver
+	command -v chromedriver >/dev/null || (apt-get update && apt-get install -y chromium-driver)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 clean-venv:

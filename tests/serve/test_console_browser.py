@@ -1,0 +1,86 @@
+"""The live console in a real browser: headless Chromium driven by Selenium with Debian's chromium-driver.
+
+The service runs in the test's event loop (uvicorn on a free loopback port); the browser is
+driven from a worker thread, so the server keeps answering while the test waits on the page.
+The browser is closed and the server stopped at the end, whatever happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _serve_support import TOKEN
+
+POWER_OFF = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+             {"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},
+             {"kind": "finish", "summary": "phone is off"}]
+
+
+def _browser(profile: Path) -> Any:
+    webdriver = pytest.importorskip("selenium.webdriver")
+    driver_path = shutil.which("chromedriver")
+    browser = next((b for b in (shutil.which("chromium"), shutil.which("chromium-browser")) if b), None)
+    if driver_path is None or browser is None:
+        pytest.skip("chromium and chromium-driver are not installed (make test installs them)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                f"--user-data-dir={profile}", "--window-size=1100,900", "--no-first-run"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+
+
+def _deny_in_the_console(driver: Any, url: str, shot: Path) -> dict[str, Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 20)
+    driver.get(url + "/")
+    driver.find_element(By.ID, "token").send_keys(TOKEN)
+    driver.find_element(By.ID, "apps").send_keys("power,notes")
+    driver.find_element(By.ID, "open").click()
+    wait.until(lambda d: d.find_element(By.ID, "state").text == "idle")
+    driver.find_element(By.ID, "request").send_keys("check the phone, then turn it off <b id=injected>now</b>")
+    driver.find_element(By.ID, "send").click()
+    wait.until(lambda d: any("get_device_info" in li.text for li in d.find_elements(By.CSS_SELECTOR, "#log li.step")))
+    deny = wait.until(ec.element_to_be_clickable((By.ID, "deny")))
+    question = driver.find_element(By.ID, "question").text
+    driver.save_screenshot(str(shot))
+    deny.click()
+    end = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#log li.end")))
+    wait.until(lambda d: d.find_element(By.ID, "state").text == "idle")
+    return {"question": question, "stop": end.get_attribute("data-stop"), "end": end.text,
+            "steps": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#log li.step")],
+            "dialog_open": driver.execute_script("return document.getElementById('dialog').open"),
+            "request": driver.find_element(By.CSS_SELECTOR, "#log li.request").text,
+            "injected": len(driver.find_elements(By.ID, "injected"))}
+
+
+@pytest.mark.slow
+async def test_the_console_denies_a_destructive_call_and_the_phone_stays_on(make_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    async with make_server() as served:
+        served.scripts.scripts["default"] = POWER_OFF  # the console asks for the service's default model
+        driver = await asyncio.to_thread(_browser, tmp_path / "profile")
+        shot = Path(os.environ.get("POCKETPILOT_CONSOLE_SHOT", tmp_path / "console.png"))
+        try:
+            seen = await asyncio.to_thread(_deny_in_the_console, driver, served.url, shot)
+        finally:
+            await asyncio.to_thread(driver.quit)
+        (sid,) = served.app.state.registry._sessions
+        assert served.phone(sid).state.device.powered_on
+    assert seen["question"] == "power_off is destructive: allow?"
+    assert seen["stop"] == "denied" and "not confirmed" in seen["end"]
+    assert any("get_device_info" in s for s in seen["steps"])
+    assert any("power_off" in s and "confirmation_denied" in s for s in seen["steps"])
+    assert not seen["dialog_open"]
+    assert seen["request"].endswith("<b id=injected>now</b>") and seen["injected"] == 0  # data is text, never markup
+    assert shot.stat().st_size > 10_000
