@@ -1,0 +1,195 @@
+"""`pocketpilot serve` under load (a benchmark, not a test): event delay, and idle clients with polling.
+
+1. Event delay: from a step recorded in the trace to its SSE event at a client on loopback. The
+   step's record time is its own ``started_at + duration_s`` (the moment the harness built it,
+   before the trace line is written and fsynced), so the figure includes the trace write, the
+   read of the file and the stream. The service runs in this process with a scripted planner
+   that waits ``--step-ms`` per step (a model's pace; without it steps arrive in one burst);
+   the client is an httpx stream on the same loop. Target: p95 <= 20 ms.
+2. Idle clients: ``--clients`` SSE streams held open on one session of a ``pocketpilot serve``
+   process while ``--rps`` status polls a second hit it for ``--seconds``; then one request runs
+   and every client must get every one of its events, each once. Reported: the server process's
+   RSS growth over the period (target <= 50 MB) and polls that failed (target 0).
+
+    python bench/bench_serve.py [--steps 60] [--step-ms 25] [--clients 200] [--rps 20] [--seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "bench-token-0123456789abcdef"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def _events(client: httpx.AsyncClient, path: str, headers: dict[str, str], stop: str, after: int = 0,
+                  on_event: Any = None) -> list[tuple[int, str, str]]:
+    got: list[tuple[int, str, str]] = []
+    fields: dict[str, str] = {}
+    async with client.stream("GET", path, headers={**headers, "Last-Event-ID": str(after)}) as response:
+        async for line in response.aiter_lines():
+            if line == "":
+                if "data" in fields:
+                    item = (int(fields["id"]), fields["event"], fields["data"])
+                    got.append(item)
+                    if on_event is not None:
+                        on_event(item)
+                    if item[1] == stop:
+                        return got
+                fields = {}
+            elif not line.startswith(":"):
+                name, _, value = line.partition(":")
+                fields[name] = value[1:] if value.startswith(" ") else value
+    return got
+
+
+async def event_delay(steps: int, step_ms: float) -> dict[str, Any]:
+    """Figure 1, in this process."""
+    import uvicorn
+
+    from pocketpilot.harness.planners import ScriptedPlanner
+    from pocketpilot.serve import ServeConfig, create_app
+
+    class Paced(ScriptedPlanner):
+        async def plan(self, request: Any) -> Any:
+            await asyncio.sleep(step_ms / 1000)
+            return await super().plan(request)
+
+    script = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]}] * steps
+    script.append({"kind": "finish", "summary": "done"})
+    with tempfile.TemporaryDirectory(prefix="pp-bench-serve-") as tmp:
+        app = create_app(ServeConfig(trace_dir=Path(tmp)), lambda model: Paced(script), token=TOKEN)
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        delays: list[float] = []
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+                auth = {"Authorization": f"Bearer {TOKEN}"}
+                made = (await client.post("/v1/sessions", json={"owner": "bench", "eta": "none",
+                                                                "max_steps": steps + 2}, headers=auth)).json()
+                key = {**auth, "X-Session-Key": made["key"]}
+
+                def seen(item: tuple[int, str, str]) -> None:
+                    if item[1] == "step":
+                        now = time.time()
+                        step = json.loads(item[2])["step"]
+                        recorded = datetime.fromisoformat(step["started_at"]).timestamp() + step["duration_s"]
+                        delays.append((now - recorded) * 1000)
+
+                reader = asyncio.create_task(_events(client, f"/v1/sessions/{made['id']}/events", key, "end",
+                                                     on_event=seen))
+                await client.post(f"/v1/sessions/{made['id']}/requests", json={"request": "read the device"},
+                                  headers=key)
+                await reader
+        finally:
+            server.should_exit = True
+            await task
+    return {"steps": len(delays), "p50_ms": round(statistics.median(delays), 2), "p95_ms": round(_p(delays, 0.95), 2),
+            "max_ms": round(max(delays), 2), "target_p95_ms": 20}
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+async def idle_clients(clients: int, rps: float, seconds: float) -> dict[str, Any]:
+    """Figure 2, against a `pocketpilot serve` process."""
+    with tempfile.TemporaryDirectory(prefix="pp-bench-serve-") as tmp:
+        script = Path(tmp) / "script.json"
+        script.write_text(json.dumps([{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+                                      {"kind": "finish", "summary": "done"}]))
+        token_file = Path(tmp) / "token"
+        token_file.write_text(TOKEN + "\n")
+        token_file.chmod(0o600)
+        port = _free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "pocketpilot", "serve", "--port", str(port), "--token-file",
+                                 str(token_file), "--trace-dir", str(Path(tmp) / "traces"), "--script", str(script)],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            limits = httpx.Limits(max_connections=clients + 20, max_keepalive_connections=clients + 20)
+            async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+                for _ in range(300):
+                    try:
+                        await client.get("/openapi.json")
+                        break
+                    except httpx.TransportError:
+                        await asyncio.sleep(0.1)
+                auth = {"Authorization": f"Bearer {TOKEN}"}
+                watched = (await client.post("/v1/sessions", json={"owner": "bench", "eta": "none"}, headers=auth)).json()
+                polled = (await client.post("/v1/sessions", json={"owner": "bench", "eta": "none"}, headers=auth)).json()
+                wkey = {**auth, "X-Session-Key": watched["key"]}
+                readers = [asyncio.create_task(_events(client, f"/v1/sessions/{watched['id']}/events", wkey, "end"))
+                           for _ in range(clients)]
+                await asyncio.sleep(2)
+                before = _rss_mb(proc.pid)
+                failed = polls = 0
+                start = time.monotonic()
+                while time.monotonic() - start < seconds:
+                    r = await client.get(f"/v1/sessions/{polled['id']}", headers={**auth, "X-Session-Key": polled["key"]})
+                    polls += 1
+                    failed += r.status_code != 200
+                    await asyncio.sleep(max(0.0, start + polls / rps - time.monotonic()))
+                after = _rss_mb(proc.pid)
+                await client.post(f"/v1/sessions/{watched['id']}/requests", json={"request": "read it"}, headers=wkey)
+                got = await asyncio.gather(*readers)
+            complete = sum(1 for events in got if [e[0] for e in events] == list(range(1, len(events) + 1))
+                           and events[-1][1] == "end")
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+    return {"clients": clients, "clients_with_every_event_once": complete, "polls": polls, "polls_failed": failed,
+            "rps": round(polls / seconds, 1), "rss_before_mb": round(before, 1), "rss_after_mb": round(after, 1),
+            "rss_growth_mb": round(after - before, 1), "target_rss_growth_mb": 50}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--step-ms", type=float, default=25.0)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--rps", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    result = {"event_delay": asyncio.run(event_delay(args.steps, args.step_ms)),
+              "idle_clients": asyncio.run(idle_clients(args.clients, args.rps, args.seconds))}
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
