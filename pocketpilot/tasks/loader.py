@@ -146,7 +146,7 @@ def build_world(task: TaskSpec, source: str | None = None) -> TaskWorld:
     if task.world is not None and task.world.apps:
         members.append(_model_world(task.world, task.roots, where))
     try:
-        return TaskWorld(members)
+        return TaskWorld(members, overrides=task.world.override if task.world is not None else False)
     except WorldError as exc:
         raise WorldError(where, exc.reason) from exc
 
@@ -215,6 +215,10 @@ def check_task(task: TaskSpec, source: str | None = None) -> None:
         if domain not in apps:
             raise TaskSpecError(where, f"unknown domain {domain!r}; apps: {', '.join(apps)}")
     exposed = set(exposed_tools(task, catalogue))
+    try:
+        catalogue.check_exposed(exposed)
+    except WorldError as exc:
+        raise WorldError(where, exc.reason) from exc
     for i, c in enumerate(task.criteria):
         label = f"criteria[{i}]"
         for name, must_expose in _criterion_tools(c):

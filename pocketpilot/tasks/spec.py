@@ -50,7 +50,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ..contracts import StopReason
 
@@ -451,6 +460,9 @@ class WorldSpec(_Spec):
     """Keep the sandbox phone's apps too (default: only when no apps are given)."""
     concurrent: bool = False
     """Whether the world's calls may run at the same time (a tool's own ``concurrent`` overrides)."""
+    override: StrictBool | list[str] = False
+    """Beside the sandbox: the world's tool wins a name both offer (True: every such name; a
+    list: those names). Without it a shared name cannot be exposed (left unexposed it is harmless)."""
 
     @field_validator("apps", "state_model")
     @classmethod
@@ -466,7 +478,17 @@ class WorldSpec(_Spec):
             raise ValueError("a world without apps needs the sandbox")
         if self.initial_state is not None and self.state_model is None:
             raise ValueError("initial_state needs a state_model to validate it")
+        if self.override is not False and not (self.apps and self.keeps_sandbox):
+            raise ValueError("override settles tool names the world shares with the sandbox: it needs both")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        # a world without an override dumps as before the field existed: its task's digest holds
+        data = handler(self)
+        if isinstance(data, dict) and self.override is False:
+            data.pop("override", None)
+        return data
 
     @property
     def keeps_sandbox(self) -> bool:

@@ -15,14 +15,29 @@ What an ``apps`` entry may be, told apart by type, never by name:
 - a :class:`~pocketpilot.executor.tools.Tool` (a ``@tool`` function): used as it is;
 - a list or tuple of these;
 - any other callable: a factory ``make(state)`` returning a Tool or an iterable of Tools.
+
+A class or factory that also takes a ``phone`` argument is given the world's :class:`Phone`: the
+clock and power state of the phone its apps run on.
+
+Beside the sandbox (a task keeping the phone and bringing apps), two rules keep every name
+meaning one thing:
+
+- a tool name both offer is the world's when the task says so (``world.override: true``, or a
+  list of names); otherwise it is ambiguous, and exposing it is a :class:`WorldError` (left
+  unexposed, the clash is harmless);
+- a top-level state field both have is addressed under each world's name (``sandbox.cast``,
+  ``world.cast``); a field only one has keeps its plain path (``settings.wifi``, ``plants``).
+
+Once the phone is powered off, the world's tools fail with ``device_off`` as the phone's own do.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -30,13 +45,15 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..contracts import ToolCall, ToolResult, ToolSpec
-from ..errors import PocketPilotError, WorldError
+from ..errors import PocketPilotError, ToolFailure, WorldError
 from ..executor.sandbox import PhoneState, SandboxPhone, StateChange, check_path
 from ..executor.sandbox.diff import diff_values
 from ..executor.tools import Tool, ToolRegistry
 
 __all__ = [
+    "DEVICE_OFF",
     "ModelWorld",
+    "Phone",
     "SandboxWorld",
     "TaskWorld",
     "World",
@@ -107,6 +124,47 @@ class SandboxWorld:
         return self.phone.state.now
 
 
+DEVICE_OFF = "the phone is powered off; nothing can run until it is turned on"
+"""The message of a ``device_off`` failure (the sandbox apps' own words)."""
+
+
+class Phone:
+    """What a world's apps may read of the phone they run on: its clock and whether it is on.
+
+    A world beside the sandbox runs on the sandbox's phone (the :class:`TaskWorld` attaches it):
+    its clock is the phone's, and it is off once ``power_off`` ran. A world on its own has no
+    phone: the clock is its state's own ``now`` (None without one) and it is always on. The
+    handle is read at each access, so a restored or powered-off phone is seen at once.
+    """
+
+    def __init__(self, own_clock: Callable[[], datetime | None] = lambda: None) -> None:
+        self._own_clock = own_clock
+        self._sandbox: SandboxPhone | None = None
+
+    def attach(self, phone: SandboxPhone) -> None:
+        """Run on ``phone`` from now on."""
+        self._sandbox = phone
+
+    @property
+    def now(self) -> datetime | None:
+        """The phone's clock (the world's own ``now`` when there is no phone)."""
+        return self._sandbox.state.now if self._sandbox is not None else self._own_clock()
+
+    @property
+    def powered_on(self) -> bool:
+        """False once the phone was powered off (always True without a phone)."""
+        return self._sandbox is None or self._sandbox.state.device.powered_on
+
+    def require_on(self) -> None:
+        """Raise the phone's own ``device_off`` failure when it is off (for a tool run outside an executor).
+
+        Raises:
+            ToolFailure: ``device_off``.
+        """
+        if not self.powered_on:
+            raise ToolFailure("device_off", DEVICE_OFF)
+
+
 class _EmptyState(BaseModel):
     """The state of a world that brings tools only (nothing for criteria to read)."""
 
@@ -134,8 +192,24 @@ def _declared_world(t: Tool, cls: type, label: str) -> Tool:
     return t
 
 
-def build_tools(source: ToolSource, state: BaseModel, label: str = "app") -> list[tuple[str | None, Tool]]:
+def _takes_phone(fn: Callable[..., Any]) -> bool:
+    """Whether a class's constructor or a factory has a ``phone`` parameter (passed by keyword)."""
+    try:
+        param = inspect.signature(fn).parameters.get("phone")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+
+
+def _built(fn: Callable[..., Any], state: BaseModel, phone: Phone | None) -> Any:
+    return fn(state, phone=phone) if phone is not None and _takes_phone(fn) else fn(state)
+
+
+def build_tools(source: ToolSource, state: BaseModel, label: str = "app",
+                phone: Phone | None = None) -> list[tuple[str | None, Tool]]:
     """The tools ``source`` provides over ``state``, each with the app it belongs to (None: none).
+
+    A class or factory with a ``phone`` parameter is given ``phone`` as well.
 
     Raises:
         WorldError: ``source`` is none of the accepted kinds, a class with no ``@tool`` method, or
@@ -144,16 +218,17 @@ def build_tools(source: ToolSource, state: BaseModel, label: str = "app") -> lis
     if isinstance(source, Tool):
         return [(None, source)]
     if isinstance(source, (list, tuple)):
-        return [pair for i, item in enumerate(source) for pair in build_tools(item, state, f"{label}[{i}]")]
+        return [pair for i, item in enumerate(source)
+                for pair in build_tools(item, state, f"{label}[{i}]", phone)]
     if isinstance(source, type):
-        instance = source(state)
+        instance = _built(source, state, phone)
         found = ToolRegistry.from_object(instance)
         if not found.names():
             raise WorldError("world", f"{label}: class {source.__name__} has no @tool methods")
         name = _app_name(source)
         return [(name, _declared_world(found[t], source, label)) for t in found.names()]
     if callable(source):
-        made = source(state)
+        made = _built(source, state, phone)
         items = [made] if isinstance(made, Tool) else list(made) if isinstance(made, Iterable) else None
         if items is None or not all(isinstance(t, Tool) for t in items):
             raise WorldError("world", f"{label}: factory {getattr(source, '__name__', source)!r} returned "
@@ -214,12 +289,14 @@ class ModelWorld:
     def __init__(self, state: BaseModel | None = None, apps: Sequence[ToolSource] = (), *,
                  concurrent: bool = False, labels: Sequence[str] | None = None) -> None:
         self.state = state if state is not None else _EmptyState()
+        self.phone = Phone(self.clock)
+        """The phone its apps run on (attached to the sandbox's when the task keeps it)."""
         self._registry = ToolRegistry(concurrent=concurrent)
         self._apps: dict[str, list[str]] = {}
         for i, source in enumerate(apps):
             label = labels[i] if labels is not None else f"apps[{i}]"
             try:
-                built = build_tools(source, self.state, label)
+                built = build_tools(source, self.state, label, self.phone)
             except WorldError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a user's constructor or factory may raise anything
@@ -260,46 +337,103 @@ class ModelWorld:
 class TaskWorld:
     """The worlds one task runs on, side by side: one tool catalogue, one addressable state.
 
-    The members' top-level state fields must be distinct, so a criterion path names exactly one
-    world's value.
+    A tool name two members offer belongs to the later one (the task's own world, after the
+    sandbox) for the names ``overrides`` covers (True: all of them); any other shared name is
+    ambiguous and cannot be exposed (:meth:`check_exposed`). A top-level state field two members
+    have is addressed under each member's name (``sandbox.cast``, ``world.cast``); the rest keep
+    their plain paths, so a criterion path names exactly one world's value either way.
 
     Raises:
-        WorldError: two members share a tool name or a top-level state field.
+        WorldError: ``overrides`` names a tool that is not shared, or a member's name (the
+            namespace of shared fields) is also a top-level state field.
     """
 
-    def __init__(self, members: Sequence[World]) -> None:
+    def __init__(self, members: Sequence[World], *, overrides: bool | Collection[str] = False) -> None:
         if not members:
             raise WorldError("world", "a task needs a world: the sandbox, its own apps, or both")
         self.members = list(members)
-        self._owner: dict[str, World] = {}
-        fields: dict[str, str] = {}
+        offered: dict[str, list[World]] = {}
         for world in self.members:
             for name in world.registry().names():
-                if name in self._owner:
-                    raise WorldError("world", f"tool {name!r} is offered by both {self._owner[name].name} "
-                                              f"and {world.name}")
-                self._owner[name] = world
+                offered.setdefault(name, []).append(world)
+        shared = {name for name, worlds in offered.items() if len(worlds) > 1}
+        if not isinstance(overrides, bool):
+            stray = [n for n in overrides if n not in shared]
+            if stray:
+                raise WorldError("world", f"override names {', '.join(map(repr, stray))}, which the sandbox and "
+                                          f"the world do not both offer (shared: "
+                                          f"{', '.join(sorted(shared)) or 'none'})")
+        wins = shared if overrides is True else set(overrides or ()) & shared
+        self._owner: dict[str, World] = {}
+        self._ambiguous: dict[str, list[World]] = {}
+        for name, worlds in offered.items():
+            if name in shared and name not in wins:
+                self._ambiguous[name] = worlds
+            self._owner[name] = worlds[-1]
+        self._field_owner: dict[str, World] = {}
+        self._shared_fields: dict[str, list[World]] = {}
+        for world in self.members:
             for field in world.state_model.model_fields:
-                if field in fields:
-                    raise WorldError("world", f"state field {field!r} is in both {fields[field]} and {world.name}")
-                fields[field] = world.name
-        self._field_owner = fields
+                if field in self._shared_fields:
+                    self._shared_fields[field].append(world)
+                elif field in self._field_owner:
+                    self._shared_fields[field] = [self._field_owner.pop(field), world]
+                else:
+                    self._field_owner[field] = world
+        spaces = {w.name for worlds in self._shared_fields.values() for w in worlds}
+        taken = sorted(spaces & set(self._field_owner))
+        if taken or (self._shared_fields and len({w.name for w in self.members}) < len(self.members)):
+            raise WorldError("world", f"state field(s) {', '.join(sorted(self._shared_fields))} are in several "
+                                      "worlds, and their names cannot tell them apart"
+                                      + (f" (a field is named {taken[0]!r})" if taken else ""))
+        sandbox = self.sandbox
+        for world in self.members:
+            phone = getattr(world, "phone", None)
+            if sandbox is not None and isinstance(phone, Phone):
+                phone.attach(sandbox.phone)
 
     @property
     def sandbox(self) -> SandboxWorld | None:
         """The sandbox member, when the task keeps the phone."""
         return next((w for w in self.members if isinstance(w, SandboxWorld)), None)
 
+    def powered_on(self) -> bool:
+        """False once the sandbox phone was powered off (a world without the phone never is)."""
+        sandbox = self.sandbox
+        return sandbox is None or sandbox.phone.state.device.powered_on
+
     def tool_names(self) -> list[str]:
-        """Every tool of every member, in member order."""
+        """Every tool of every member, in member order (an ambiguous name once)."""
         return list(self._owner)
+
+    def owner(self, name: str) -> World:
+        """The member whose tool ``name`` is (KeyError for an unknown name)."""
+        return self._owner[name]
+
+    def ambiguous(self) -> dict[str, list[str]]:
+        """Tool names several members offer and no override settles, with the members offering each."""
+        return {name: [w.name for w in worlds] for name, worlds in self._ambiguous.items()}
+
+    def check_exposed(self, names: Iterable[str]) -> None:
+        """Check that no name in ``names`` is ambiguous.
+
+        Raises:
+            WorldError: naming the first ambiguous tool and how to settle it.
+        """
+        wanted = set(names)
+        for name in self._owner:  # catalogue order: the same first culprit every time
+            if name in wanted and name in self._ambiguous:
+                who = " and ".join(w.name for w in self._ambiguous[name])
+                raise WorldError("world", f"tool {name!r} is offered by both {who}: set world.override (true, "
+                                          f"or a list naming {name!r}) to use the world's, or leave it unexposed")
 
     def apps(self) -> dict[str, list[str]]:
         """Every member's apps (an app name that two members use stands for both's tools)."""
         out: dict[str, list[str]] = {}
         for world in self.members:
             for app, names in world.apps().items():
-                out.setdefault(app, []).extend(names)
+                listed = out.setdefault(app, [])
+                listed.extend(n for n in names if n not in listed)
         return out
 
     def specs(self) -> dict[str, ToolSpec]:
@@ -312,11 +446,25 @@ class TaskWorld:
         Raises:
             ValueError: naming the first segment that does not fit the state models.
         """
-        head = path.split(".", 1)[0]
-        owner = next((w for w in self.members if w.name == self._field_owner.get(head)), None)
-        if owner is None:
-            raise ValueError(f"{path!r}: the state has no field {head!r} (fields: {', '.join(self._field_owner)})")
-        check_path(path, owner.state_model)
+        head, _, rest = path.partition(".")
+        owner = self._field_owner.get(head)
+        if owner is not None:
+            check_path(path, owner.state_model)
+            return
+        if head in self._shared_fields:
+            where = " or ".join(f"{w.name}.{path}" for w in self._shared_fields[head])
+            raise ValueError(f"{path!r}: several worlds have a field {head!r}; address it as {where}")
+        member = next((w for w in self.members if w.name == head and
+                       any(w in ws for ws in self._shared_fields.values())), None)
+        if member is not None:
+            field = rest.split(".", 1)[0]
+            if field not in self._shared_fields or member not in self._shared_fields[field]:
+                raise ValueError(f"{path!r}: under {head!r} are only the fields several worlds share "
+                                 f"({', '.join(f for f, ws in self._shared_fields.items() if member in ws)})")
+            check_path(rest, member.state_model)
+            return
+        fields = [*self._field_owner, *self._shared_fields]
+        raise ValueError(f"{path!r}: the state has no field {head!r} (fields: {', '.join(fields)})")
 
     def snapshot(self) -> WorldState:
         """The state now, independent of later changes: the member's model, or the merged dump."""
@@ -325,10 +473,14 @@ class TaskWorld:
         return self.dump()
 
     def dump(self) -> dict[str, Any]:
-        """The merged JSON form of every member's state."""
+        """The merged JSON form of every member's state (shared fields under each member's name)."""
         out: dict[str, Any] = {}
         for world in self.members:
-            out.update(world.snapshot().model_dump(mode="json"))
+            for key, value in world.snapshot().model_dump(mode="json").items():
+                if key in self._shared_fields:
+                    out.setdefault(world.name, {})[key] = value
+                else:
+                    out[key] = value
         return out
 
     def restore(self, snapshot: WorldState) -> None:
@@ -339,7 +491,12 @@ class TaskWorld:
             self.members[0].restore(snapshot)
             return
         for world in self.members:
-            part = {k: v for k, v in snapshot.items() if k in world.state_model.model_fields}
+            space = snapshot.get(world.name, {})
+            part = {}
+            for k in world.state_model.model_fields:
+                source = space if k in self._shared_fields else snapshot
+                if k in source:
+                    part[k] = source[k]
             try:
                 world.restore(world.state_model.model_validate(part))
             except ValidationError as exc:
@@ -367,10 +524,12 @@ class WorldExecutor:
     """Runs tool calls on a :class:`TaskWorld`, exposing all or some of its tools.
 
     Each call goes to its member's registry, so a member's own rule for concurrent calls
-    (a sandbox phone or a non-thread-safe world sees one call at a time) holds.
+    (a sandbox phone or a non-thread-safe world sees one call at a time) holds. A call of a
+    world's tool once the phone is off fails with ``device_off``, as a sandbox tool's does.
 
     Raises:
-        WorldError: ``tools`` names a tool or app the world does not have.
+        WorldError: ``tools`` names a tool or app the world does not have, or exposes a tool
+            name two members offer with no override settling it.
     """
 
     def __init__(self, world: TaskWorld, tools: Sequence[str] | None = None) -> None:
@@ -393,11 +552,15 @@ class WorldExecutor:
                                           f"tools: {', '.join(world.tool_names())}")
         wanted = set(names)
         ordered = [n for n in world.tool_names() if n in wanted]
+        world.check_exposed(ordered)
         self._routes: dict[str, ToolRegistry] = {}
+        self._on_phone: set[str] = set()
         for member in world.members:
-            sub = member.registry().subset(n for n in ordered if n in member.registry())
+            sub = member.registry().subset(n for n in ordered if world.owner(n) is member)
             for n in sub.names():
                 self._routes[n] = sub
+                if not isinstance(member, SandboxWorld):
+                    self._on_phone.add(n)
         self._order = ordered
 
     def tools(self) -> list[ToolSpec]:
@@ -411,4 +574,7 @@ class WorldExecutor:
             return ToolResult.failure(
                 "unknown_tool", f"no tool named {call.name!r}; available: {', '.join(self._order)}"
             )
+        if call.name in self._on_phone and not self.world.powered_on():
+            # the sandbox's own tools refuse through their state; a world's apps run on the same phone
+            return ToolResult.failure("device_off", DEVICE_OFF)
         return await registry.call(call)

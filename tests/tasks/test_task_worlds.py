@@ -138,14 +138,16 @@ def test_a_combined_world_restores_each_member() -> None:
     assert run.phone.state.settings.wifi is True and run.world.dump() == snap
 
 
-def test_two_members_may_not_share_a_state_field_or_a_tool() -> None:
+def test_two_members_sharing_a_state_field_or_a_tool_keep_each_name_meaning_one_thing() -> None:
     from pydantic import BaseModel
 
     class Clash(BaseModel):
         settings: dict[str, Any] = {}
 
-    with pytest.raises(WorldError, match="state field 'settings'"):
-        TaskWorld([SandboxWorld(), ModelWorld(Clash())])
+    both = TaskWorld([SandboxWorld(), ModelWorld(Clash())])
+    with pytest.raises(ValueError, match="several worlds have a field 'settings'"):
+        both.check_path("settings.wifi")
+    both.check_path("sandbox.settings.wifi")
 
     class Power:
         def __init__(self, state: Any) -> None:
@@ -156,7 +158,7 @@ def test_two_members_may_not_share_a_state_field_or_a_tool() -> None:
             """Off."""
 
     with pytest.raises(WorldError, match="tool 'power_off' is offered by both"):
-        TaskWorld([SandboxWorld(), ModelWorld(None, [Power])])
+        TaskWorld([SandboxWorld(), ModelWorld(None, [Power])]).executor(["power_off"])
 
 
 def test_a_world_declares_whether_its_calls_may_run_concurrently() -> None:
