@@ -47,12 +47,14 @@ def scripted(path: str) -> Any:
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="Where every run is recorded, direct calls included (default: the pocketpilot cache).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=15, show_default=True)
+@click.option("--confirm-timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              help="Seconds a run waits for the answer to a confirmation before it is denied.")
 @click.option("--script", "script", type=click.Path(exists=True, dir_okay=False), default=None,
               help="run_request replays this JSON list of actions instead of a model (tests, demos).")
 @click.option("--no-agent", is_flag=True, help="Serve the device's tools only (no run_request).")
 @planner_options
 def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str, apps: str | None, eta: str,
-          trace_dir: str | None, max_steps: int, script: str | None, no_agent: bool, model: str,
+          trace_dir: str | None, max_steps: int, confirm_timeout: float, script: str | None, no_agent: bool, model: str,
           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Serve a device's tools (with their semantics) and the agent (run_request) to MCP hosts."""
     from ..serve.auth import check_bind
@@ -83,7 +85,7 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str,
 
     server = PhoneMcpServer(executor, None if no_agent else planner,
                             trace_dir=Path(trace_dir) if trace_dir else pocketpilot_home() / "mcp-traces",
-                            session_kwargs=kwargs, max_steps=max_steps)
+                            session_kwargs=kwargs, max_steps=max_steps, confirm_timeout_s=confirm_timeout)
     click.echo(f"pocketpilot mcp serve: {len(tools)} tools of {device} over {transport}", err=True)
     if transport == "stdio":
         server.run("stdio")

@@ -10,16 +10,21 @@ recorded in a trace. A call that needs the user's yes asks through MCP elicitati
 client declared it (as a standalone ``elicitation/create`` before protocol 2026-07-28, as an
 ``InputRequiredResult`` round since), and is denied where it did not: an MCP host cannot get
 around confirmation by calling the tool directly. An "allow" counts only for the call it was
-asked about (its digest rides in the server-sealed ``requestState``).
+asked about (its digest rides in the server-sealed ``requestState``). ``run_request`` asks the
+same way mid-run: on a 2026-07-28 connection the run waits at the call while the tool call
+returns the question, and the client's retry with the answer lets it go on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,21 +96,23 @@ class _Allow(BaseModel):
 
 
 class McpConfirmation:
-    """The confirmation policy of runs an MCP client started: ask the client, or deny.
+    """The confirmation policy of a direct call, or of a run on a connection that asks mid-call.
 
-    ``mid_run``: a run of the agent (``run_request``), which cannot be replayed to ask again;
-    on a connection that asks only through ``InputRequiredResult`` rounds a call mid-run is
-    then denied (the run stops as denied and says why). A direct call is one step, replayed
-    after the client answered: :attr:`input_required` holds the question to hand back.
+    Asks the client (``elicitation/create`` before protocol 2026-07-28), or denies where the
+    client declared no elicitation. A direct call on a 2026-07-28 connection is one step,
+    replayed once the client answered: :attr:`input_required` then holds the question to hand
+    back, and only an answer given for exactly this call counts.
     """
 
     reason = "asked the MCP client"
 
-    def __init__(self, ctx: Context[Any, Any], *, mid_run: bool) -> None:
-        self._ctx, self._mid_run = ctx, mid_run
+    def __init__(self, ctx: Context[Any, Any]) -> None:
+        self._ctx = ctx
         self.input_required: InputRequiredResult | None = None
 
-    def _message(self, call: ToolCall, spec: ToolSpec) -> str:
+    @staticmethod
+    def message(call: ToolCall, spec: ToolSpec) -> str:
+        """What the client's dialog shows."""
         args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
         return f"{call.name}({args}) is {spec.effect_label()}: allow it?"
 
@@ -119,17 +126,14 @@ class McpConfirmation:
             return False, "the MCP client cannot be asked (it declared no elicitation capability)"
         if not _input_required(self._ctx):
             try:
-                result = await self._ctx.elicit(self._message(call, spec), _Allow)
+                result = await self._ctx.elicit(self.message(call, spec), _Allow)
             except (MCPError, ValueError) as exc:
                 return False, f"the MCP client did not answer ({' '.join(str(exc).split())})"
             allowed = result.action == "accept" and bool(result.data.allow)  # type: ignore[union-attr]
             return allowed, f"{'allowed' if allowed else 'refused'} through MCP elicitation ({result.action})"
-        if self._mid_run:
-            return False, (f"the MCP client can be asked only between calls on protocol {self._ctx.protocol_version}; "
-                           "call the tool directly to be asked")
         answer = self._answer(call)
         if answer is None:
-            request = ElicitRequest(params=ElicitRequestFormParams(message=self._message(call, spec),
+            request = ElicitRequest(params=ElicitRequestFormParams(message=self.message(call, spec),
                                                                    requested_schema=_ANSWER_SCHEMA))
             self.input_required = InputRequiredResult(input_requests={CONFIRM_KEY: request},
                                                       request_state=json.dumps({"call": call_digest(call)}))
@@ -139,18 +143,27 @@ class McpConfirmation:
 
     def _answer(self, call: ToolCall) -> ElicitResult | None:
         """The client's answer to the question asked about exactly this call, if any."""
-        responses = self._ctx.input_responses or {}
         state = self._ctx.request_state  # sealed by the server's boundary: the client cannot mint one
-        if CONFIRM_KEY not in responses or not state:
+        answer = _elicit_result((self._ctx.input_responses or {}).get(CONFIRM_KEY))
+        if answer is None or not state:
             return None
         try:
             asked = json.loads(state).get("call")
-            answer = responses[CONFIRM_KEY]
-            result = answer if isinstance(answer, ElicitResult) else ElicitResult.model_validate(
-                answer.model_dump() if hasattr(answer, "model_dump") else answer)
-        except (ValueError, AttributeError, ValidationError):
+        except (ValueError, AttributeError):
             return None
-        return result if asked == call_digest(call) else None
+        return answer if asked == call_digest(call) else None
+
+
+def _elicit_result(answer: Any) -> ElicitResult | None:
+    """An input response as the ElicitResult it must be (None: absent or something else)."""
+    if answer is None:
+        return None
+    if isinstance(answer, ElicitResult):
+        return answer
+    try:
+        return ElicitResult.model_validate(answer.model_dump() if hasattr(answer, "model_dump") else answer)
+    except ValidationError:
+        return None
 
 
 def _result(result: ToolResult, episode: Episode) -> CallToolResult:
@@ -161,6 +174,76 @@ def _result(result: ToolResult, episode: Episode) -> CallToolResult:
         text = f"denied: {episode.stop_detail}"
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured,
                           is_error=not result.ok)
+
+
+@dataclass
+class _Ask:
+    """A confirmation a paused run waits on: the call, its effective semantics, the answer to come."""
+
+    call: ToolCall
+    spec: ToolSpec
+    answer: asyncio.Future[tuple[bool, str]]
+
+
+class _RoundConfirmation:
+    """The confirmation policy of an agent run asked in ``InputRequiredResult`` rounds.
+
+    The run waits at the call while the tool call that started it returns the question; the
+    client's retry answers it and the run goes on. Nobody answering within the timeout is a
+    "no", and the run says so.
+    """
+
+    reason = "asked the MCP client"
+
+    def __init__(self, asks: asyncio.Queue[_Ask], timeout_s: float) -> None:
+        self._asks, self._timeout_s = asks, timeout_s
+
+    async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
+        """Post the question and wait for the answer (or the timeout)."""
+        ask = _Ask(call, spec, asyncio.get_running_loop().create_future())
+        await self._asks.put(ask)
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                allowed, reason = await ask.answer
+        except TimeoutError:
+            self.reason = f"no answer within {self._timeout_s:g}s: denied"
+            return False
+        self.reason = reason
+        return allowed
+
+
+@dataclass
+class _AgentRun:
+    """A ``run_request`` in progress, between the rounds of its questions."""
+
+    task: asyncio.Task[Episode]
+    asks: asyncio.Queue[_Ask]
+    current: _Ask | None = None
+
+
+_RUN_REQUEST = McpTool(
+    name="run_request",
+    description=("Hand a whole request to the phone agent; it plans and calls the tools, asking before any call "
+                 "that needs confirmation. Follow-up requests keep the conversation."),
+    input_schema={"type": "object", "properties": {"request": {"type": "string", "minLength": 1,
+                                                                "description": "What the user wants done"}},
+                  "required": ["request"]},
+    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                open_world_hint=True))
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+@contextlib.asynccontextmanager
+async def _closing(server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+    """The server's lifespan: a run still waiting for an answer is cancelled (its trace says so)."""
+    try:
+        yield {}
+    finally:
+        assert isinstance(server, PhoneMcpServer)
+        await server.aclose()
 
 
 class PhoneMcpServer(MCPServer):
@@ -174,51 +257,53 @@ class PhoneMcpServer(MCPServer):
         trace_dir: where every run, direct calls included, is recorded.
         session_kwargs: the harness's kit for the device's tools (skills, gates, policies under η).
         max_steps: the agent's step budget per request.
+        confirm_timeout_s: how long a run waits for the answer to a confirmation (then: denied).
     """
 
     def __init__(self, executor: Executor, planners: Callable[[], Planner] | None, *, trace_dir: Path,
-                 session_kwargs: dict[str, Any] | None = None, max_steps: int = 15,
+                 session_kwargs: dict[str, Any] | None = None, max_steps: int = 15, confirm_timeout_s: float = 120.0,
                  name: str = "pocketpilot") -> None:
-        super().__init__(name, log_level="WARNING", instructions="Drive a phone: call its tools directly (destructive ones ask for "
-                                            "confirmation) or hand a whole request to run_request.")
+        super().__init__(name, log_level="WARNING", lifespan=_closing, instructions=(
+            "Drive a phone: call its tools directly (destructive ones ask for confirmation) or hand a whole "
+            "request to run_request."))
         self._executor = executor
         self._specs = {t.name: t for t in executor.tools()}
+        if planners is not None and _RUN_REQUEST.name in self._specs:
+            raise UsageError("the device has a tool named run_request: it would shadow the agent")
         self._planners = planners
         self._trace_dir = Path(trace_dir)
         self._kwargs = dict(session_kwargs or {})
-        self._max_steps = max_steps
+        self._max_steps, self._confirm_timeout_s = max_steps, confirm_timeout_s
         self._agent: Session | None = None
         self._agent_lock = asyncio.Lock()
         self._device_lock = asyncio.Lock()  # one run at a time on the phone, direct calls included
-        if planners is not None:
-            if "run_request" in self._specs:
-                raise UsageError("the device has a tool named run_request: it would shadow the agent")
-            self.add_tool(self._run_request, name="run_request", description=(
-                "Hand a whole request to the phone agent; it plans and calls the tools, asking before any call "
-                "that needs confirmation. Follow-up requests keep the conversation."),
-                annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                                            open_world_hint=True))
+        self._runs: dict[str, _AgentRun] = {}
 
     async def list_tools(self) -> list[McpTool]:
         """The device's tools with their semantics, then ``run_request``."""
-        return [_mcp_tool(spec) for spec in self._specs.values()] + await super().list_tools()
+        agent = [_RUN_REQUEST] if self._planners is not None else []
+        return [_mcp_tool(spec) for spec in self._specs.values()] + agent + await super().list_tools()
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
-        """A device tool runs as a one-step harness run; anything else is the server's own tool."""
-        if name not in self._specs:
-            return await super().call_tool(name, arguments, context)
+        """A device tool runs as a one-step harness run, ``run_request`` as an agent run."""
         if context is None:
             context = Context(mcp_server=self)
-        return await self._direct(ToolCall(name=name, arguments=arguments or {}), context)
+        if name in self._specs:
+            return await self._direct(ToolCall(name=name, arguments=arguments or {}), context)
+        if name == _RUN_REQUEST.name and self._planners is not None:
+            request = (arguments or {}).get("request")
+            if not isinstance(request, str) or not request.strip():
+                return _error("run_request needs a non-empty request")
+            return await self._run_request(request, context)
+        return await super().call_tool(name, arguments, context)
 
-    def _session(self, planner: Planner, confirm: McpConfirmation, max_steps: int,
-                 kwargs: dict[str, Any]) -> Session:
+    def _session(self, planner: Planner, confirm: Any, max_steps: int, kwargs: dict[str, Any]) -> Session:
         return Session(planner, self._executor, config=HarnessConfig(max_steps=max_steps), confirm=confirm,
                        trace_dir=self._trace_dir, **kwargs)
 
     async def _direct(self, call: ToolCall, ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
-        confirm = McpConfirmation(ctx, mid_run=False)
+        confirm = McpConfirmation(ctx)
         planner = ScriptedPlanner([ToolCallAction(calls=[call]), Finish(summary=f"called {call.name} for the MCP client")],
                                   name="mcp-direct-call")
         kwargs = {k: v for k, v in self._kwargs.items() if k in ("gates", "eta_version")}
@@ -230,25 +315,93 @@ class PhoneMcpServer(MCPServer):
         step = episode.steps[0] if episode.steps else None
         if step is None or not step.results:
             message = step.error.message if step is not None and step.error else episode.stop_detail
-            return CallToolResult(content=[TextContent(type="text", text=f"not run: {message}")], is_error=True)
+            return _error(f"not run: {message}")
         return _result(step.results[0], episode)
 
-    async def _run_request(self, request: str, ctx: Context) -> dict[str, Any]:  # type: ignore[type-arg]
-        """Run ``request`` with the agent (the conversation continues across calls)."""
+    # ------------------------------------------------------------------ run_request
+
+    async def _run_request(self, request: str, ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
+        """The agent on ``request``; on a 2026-07-28 connection its questions come back as rounds."""
+        rounds = _elicits(ctx) and _input_required(ctx)
+        if rounds and ctx.request_state:
+            return await self._resume(ctx)
+        if self._agent_lock.locked():
+            return _error("a request is in progress (answer its question, or wait for its result)")
+        asks: asyncio.Queue[_Ask] = asyncio.Queue()
+        confirm: Any = _RoundConfirmation(asks, self._confirm_timeout_s) if rounds else McpConfirmation(ctx)
+        run = _AgentRun(asyncio.create_task(self._agent_run(request, confirm)), asks)
+        if not rounds:
+            return self._summary(await run.task)
+        run_id = uuid.uuid4().hex
+        self._runs[run_id] = run
+        run.task.add_done_callback(lambda _: self._runs.pop(run_id, None))
+        return await self._next(run_id, run)
+
+    async def _agent_run(self, request: str, confirm: Any) -> Episode:
         assert self._planners is not None
         async with self._agent_lock:
-            confirm = McpConfirmation(ctx, mid_run=True)
             if self._agent is None:
                 self._agent = self._session(self._planners(), confirm, self._max_steps, self._kwargs)
             self._agent.confirm = confirm
             async with self._device_lock:
-                episode = await self._agent.run(request)
+                return await self._agent.run(request)
+
+    async def _next(self, run_id: str, run: _AgentRun) -> CallToolResult | InputRequiredResult:
+        """Wait for the run's next question (handed back as a round) or its end."""
+        asked = asyncio.ensure_future(run.asks.get())
+        try:
+            await asyncio.wait({run.task, asked}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not asked.done():
+                asked.cancel()
+        if asked.done() and not asked.cancelled():
+            run.current = asked.result()
+            request = ElicitRequest(params=ElicitRequestFormParams(
+                message=McpConfirmation.message(run.current.call, run.current.spec), requested_schema=_ANSWER_SCHEMA))
+            return InputRequiredResult(input_requests={CONFIRM_KEY: request},
+                                       request_state=json.dumps({"run": run_id, "call": call_digest(run.current.call)}))
+        return self._summary(run.task.result())
+
+    async def _resume(self, ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
+        """A retry carrying the answer to a paused run's question."""
+        try:
+            state = json.loads(ctx.request_state or "")
+        except json.JSONDecodeError:
+            return _error("not a request state of this server")
+        run_id = state.get("run") if isinstance(state, dict) else None
+        run = self._runs.get(run_id) if isinstance(run_id, str) else None
+        if run is None:
+            return _error("that run is over (its question was answered, or timed out and was denied); see its trace")
+        ask = run.current
+        answer = _elicit_result((ctx.input_responses or {}).get(CONFIRM_KEY))
+        if ask is not None and state.get("call") == call_digest(ask.call) and answer is not None:
+            run.current = None
+            allowed = answer.action == "accept" and bool((answer.content or {}).get("allow"))
+            if not ask.answer.done():
+                ask.answer.set_result((allowed, f"{'allowed' if allowed else 'refused'} through MCP elicitation "
+                                                f"({answer.action})"))
+            return await self._next(run_id, run)
+        if ask is None:
+            return await self._next(run_id, run)
+        request = ElicitRequest(params=ElicitRequestFormParams(message=McpConfirmation.message(ask.call, ask.spec),
+                                                               requested_schema=_ANSWER_SCHEMA))
+        return InputRequiredResult(input_requests={CONFIRM_KEY: request},
+                                   request_state=json.dumps({"run": run_id, "call": call_digest(ask.call)}))
+
+    def _summary(self, episode: Episode) -> CallToolResult:
         final = episode.final_action
-        return {"stop_reason": episode.stop_reason, "detail": episode.stop_detail,
+        trace = self._agent.trace_path if self._agent is not None else None
+        body = {"stop_reason": episode.stop_reason, "detail": episode.stop_detail,
                 "summary": final.summary if isinstance(final, Finish) else None, "steps": len(episode.steps),
-                "trace": str(self._agent.trace_path) if self._agent.trace_path else None}
+                "trace": str(trace) if trace else None}
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+                              structured_content=body, is_error=episode.stop_reason in ("planner_error", "device_lost"))
 
     async def aclose(self) -> None:
-        """Release the agent's planner."""
+        """Cancel a run still waiting for an answer; release the agent's planner."""
+        for run in list(self._runs.values()):
+            run.task.cancel()
+            await asyncio.wait({run.task})
         if self._agent is not None:
-            await self._agent.planner.aclose()
+            agent, self._agent = self._agent, None
+            await agent.planner.aclose()

@@ -382,6 +382,8 @@ class SessionRegistry:
         session = self.get(sid, key)
         del self._sessions[sid]
         await session.aclose()
+        if all(s.device.key != session.device.key for s in self._sessions.values()):
+            self._locks.pop(session.device.key, None)  # the device's queue goes with its last session
 
     async def aclose(self) -> None:
         """Close every session and the planners (the service is stopping)."""

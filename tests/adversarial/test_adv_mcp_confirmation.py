@@ -7,6 +7,7 @@ given for. The host here is the real mcp client SDK, connected to the server in-
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,47 @@ async def test_the_asked_call_runs_once_answered(tmp_path: Path) -> None:
         result = await client.call_tool("power_off", {})
     assert not result.is_error and asked == ["power_off() is destructive: allow it?"]
     assert not phone.state.device.powered_on
+
+
+READ_THEN_OFF = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+                 {"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},
+                 {"kind": "finish", "summary": "off"}]
+
+
+async def test_a_paused_agent_run_takes_only_the_answer_to_its_own_question(tmp_path: Path) -> None:
+    server, phone = build(tmp_path, READ_THEN_OFF)
+    async with Client(server, elicitation_callback=allow([])) as client:
+        first = await client.session.call_tool("run_request", {"request": "turn it off"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert "power_off" in first.input_requests[CONFIRM_KEY].params.message
+        # no answer: asked again, the run still waiting at the call
+        again = await client.session.call_tool("run_request", {"request": "turn it off"},
+                                               request_state=first.request_state, allow_input_required=True)
+        assert isinstance(again, types.InputRequiredResult) and phone.state.device.powered_on
+        # a declined answer: the run stops as denied, the phone stays on
+        no = {CONFIRM_KEY: types.ElicitResult(action="decline")}
+        done = await client.session.call_tool("run_request", {"request": "turn it off"}, input_responses=no,
+                                              request_state=again.request_state, allow_input_required=True)
+        assert isinstance(done, types.CallToolResult) and done.structured_content["stop_reason"] == "denied"
+        assert phone.state.device.powered_on
+        # the run is over: its state, replayed with an allow, starts nothing
+        replay = await _call_or_error(client, "run_request", {"request": "turn it off"}, again.request_state)
+        assert replay is None or replay.is_error
+    assert phone.state.device.powered_on
+
+
+async def test_an_unanswered_agent_question_is_denied_after_the_timeout(tmp_path: Path) -> None:
+    phone = SandboxPhone()
+    server = PhoneMcpServer(SandboxExecutor(phone, ["power", "notes"]),
+                            lambda: ScriptedPlanner(READ_THEN_OFF, name="attack"), trace_dir=tmp_path / "traces",
+                            confirm_timeout_s=0.3)
+    async with Client(server, elicitation_callback=allow([])) as client:
+        first = await client.session.call_tool("run_request", {"request": "turn it off"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        await asyncio.sleep(0.6)  # the client walks away
+        late = await _call_or_error(client, "run_request", {"request": "turn it off"}, first.request_state)
+        assert late is None or late.is_error
+    assert phone.state.device.powered_on
+    ends = [json.loads(line) for f in (tmp_path / "traces").glob("*.jsonl") for line in f.read_text().splitlines()
+            if '"type": "end"' in line]
+    assert [e["stop_reason"] for e in ends] == ["denied"] and "no answer within 0.3s" in ends[0]["stop_detail"]

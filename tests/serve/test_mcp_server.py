@@ -81,16 +81,20 @@ async def test_a_direct_destructive_call_asks_through_elicitation(tmp_path: Path
 
 
 @pytest.mark.slow
-async def test_run_request_asks_mid_run_where_it_can_and_is_denied_where_it_cannot(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_run_request_asks_mid_run_and_is_denied_where_it_cannot_ask(tmp_path: Path, mode: str) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps(POWER_OFF))
-    async with Client(server(tmp_path, "--script", str(script))) as client:
+    script.write_text(json.dumps([{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+                                  *POWER_OFF]))
+    async with Client(server(tmp_path, "--script", str(script)), mode=mode) as client:
         out = (await client.call_tool("run_request", {"request": "turn the phone off"})).structured_content
         assert out["stop_reason"] == "denied" and "elicitation" in out["detail"]
         assert await powered_on(client)
     accept = answering(True)
-    async with Client(server(tmp_path, "--script", str(script)), elicitation_callback=accept, mode="legacy") as client:
+    async with Client(server(tmp_path, "--script", str(script)), elicitation_callback=accept, mode=mode) as client:
         out = (await client.call_tool("run_request", {"request": "turn the phone off"})).structured_content
-        assert out["stop_reason"] == "finish" and len(accept.asked) == 1
+        assert out["stop_reason"] == "finish" and out["steps"] == 3
+        assert accept.asked == ["power_off() is destructive: allow it?"]
         assert not await powered_on(client)
-        assert Path(out["trace"]).is_file()
+        trace = [json.loads(line) for line in Path(out["trace"]).read_text().splitlines()]
+        assert sum(1 for r in trace if r["type"] == "step") == 3  # the read ran once: the run waited, it did not restart
