@@ -370,13 +370,15 @@ class ToolSpec(_Contract):
         return self
 
     def to_openai(self) -> dict[str, Any]:
-        """Export in the OpenAI ``tools=[...]`` format; the semantics ride in the ``x-pocketpilot`` key."""
+        """Export in the OpenAI ``tools=[...]`` format; the semantics (and the declared ``world``,
+        if any) ride in the ``x-pocketpilot`` key."""
         function: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
         }
-        return {"type": "function", "function": function, "x-pocketpilot": self.semantics()}
+        extra = self.semantics() | ({"world": self.world} if self.world is not None else {})
+        return {"type": "function", "function": function, "x-pocketpilot": extra}
 
     @classmethod
     def from_openai(cls, tool: dict[str, Any]) -> ToolSpec:
@@ -396,7 +398,7 @@ class ToolSpec(_Contract):
             name=function["name"],
             description=function.get("description", ""),
             parameters=function.get("parameters") or {"type": "object", "properties": {}},
-            **{k: extra[k] for k in (*_SEMANTICS, "effect_by_arg") if k in extra},
+            **{k: extra[k] for k in (*_SEMANTICS, "effect_by_arg", "world") if k in extra},
         )
 
 
