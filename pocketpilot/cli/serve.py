@@ -42,6 +42,10 @@ class _Planners:
         with self._ctx.scope(cleanup=False):  # the planner flags (--threads, --n-ctx...) live in the context
             return build_planner(model, self._endpoint, self._temperature, self._max_new_tokens, pull)
 
+    def preload(self, pull: bool) -> None:
+        """Build the default model's planner now (pulling it once if allowed), before serving."""
+        self._built[self.default] = self.build(self.default, pull)
+
     def __call__(self, model: str) -> Any:
         if model not in self._built:
             if self._endpoint is None and not model.endswith(".gguf"):
@@ -84,13 +88,13 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
           memory_db: str | None, model: str,
           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Serve sessions on phones to companion apps over HTTP, with steps as Server-Sent Events."""
+    _require_serve_extra()  # before anything of pocketpilot.serve is imported: it needs starlette
     from ..serve.auth import check_bind, load_or_create_token
     from ..serve.devices import DeviceOpener, parse_mcp_option
 
     check_bind(host, tls=bool(ssl_certfile and ssl_keyfile), insecure_lan=insecure_lan)
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise UsageError("TLS needs both --ssl-certfile and --ssl-keyfile")
-    _require_serve_extra()
     servers = dict(parse_mcp_option(v) for v in mcp_servers)
     token, where = load_or_create_token(Path(token_file) if token_file else None)
     planners: Any
@@ -101,7 +105,7 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
         planners = lambda _model: scripted(script)  # noqa: E731 - a fresh replay per session
     else:
         planners = _Planners(model, endpoint, temperature, max_new_tokens, click.get_current_context())
-        planners._built[model] = planners.build(model, pull)  # the default model is pulled (once) before serving
+        planners.preload(pull)
     memory = _memory(memory_db)
 
     import uvicorn

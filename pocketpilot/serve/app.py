@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import PocketPilotError, UsageError
+from ..errors import ModelNotInstalledError, PocketPilotError, UnknownModelError, UsageError
 from .auth import check_bearer, trace_file
 from .devices import DeviceFactory
 from .errors import BadRequest, Invalid, PayloadTooLarge, ServeError, Unauthorized
@@ -178,6 +178,8 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
     async def on_typed_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, UsageError):
             return _error(Invalid(str(exc), "invalid_request"))
+        if isinstance(exc, (UnknownModelError, ModelNotInstalledError)):  # the client named it
+            return _error(Invalid(str(exc), "invalid_model"))
         logger.exception("%s %s failed", request.method, request.url.path)
         return _error(ServeError(f"{type(exc).__name__}: {exc}"))
 

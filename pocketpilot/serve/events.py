@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 __all__ = ["EventLog", "ServeEvent", "TraceTail", "sse_frame"]
 
 logger = logging.getLogger(__name__)

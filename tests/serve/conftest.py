@@ -16,11 +16,10 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from _serve_support import TOKEN, Scripts, Served, free_port
 
 from pocketpilot.serve import ServeConfig, create_app
 from pocketpilot.serve.devices import DeviceFactory
-
-from _serve_support import TOKEN, Scripts, Served, free_port
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _serve_support import TOKEN
 
 POWER_OFF = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from _serve_support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from _serve_support import kind, question, sse
+
 from pocketpilot.contracts import ToolCall, ToolResult, ToolSpec
 from pocketpilot.errors import DeviceOfflineError
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.serve import OpenedDevice
-
-from _serve_support import Served, kind, question, sse
 
 TWO_READS = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
              {"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},

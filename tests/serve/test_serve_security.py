@@ -7,14 +7,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from _serve_support import Served, kind, sse
 from click.testing import CliRunner
 
 from pocketpilot.cli.main import cli
 from pocketpilot.errors import UsageError
 from pocketpilot.serve import check_bind, load_or_create_token
 from pocketpilot.serve.auth import trace_file
-
-from _serve_support import Served, kind, sse
 
 READ = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
         {"kind": "finish", "summary": "read it"}]

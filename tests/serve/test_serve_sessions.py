@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import pytest
-
 from _serve_support import Event, Served, kind, question, sse
 
 POWER_OFF = [{"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},
@@ -266,3 +264,16 @@ async def test_the_default_eta_runs_the_harness_kit(served: Served) -> None:
     header = next(e.data["header"] for e in got if e.event == "header")
     assert header["eta_version"] and header["policies"]
     assert got[-1].data["stop_reason"] == "finish"
+
+
+async def test_a_model_the_store_does_not_know_is_the_clients_error(make_server) -> None:  # type: ignore[no-untyped-def]
+    from pocketpilot.errors import UnknownModelError
+
+    async with make_server() as s:
+        def unknown(model: str) -> None:
+            raise UnknownModelError(model, ["default"])
+
+        s.app.state.registry._planners = unknown
+        r = await s.client.post("/v1/sessions", json={"owner": "anna", "model": "gpt-17"}, headers=s.auth())
+        assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_model" and "gpt-17" in r.text
+        assert len(s.app.state.registry) == 0
