@@ -185,9 +185,10 @@ class SkillLibrary:
 
         Args:
             exposed_tools: the session's tools (specs or names, as for :meth:`available`). When
-                given, only skills of the tools' worlds contribute (a gate written for the
-                sandbox's ``start_cast`` never holds another world's), gates on tools that are
-                not exposed are left out (they could never fire), and so are gates the planner
+                given, only gates of the tools' worlds apply (a gate written for the sandbox's
+                ``start_cast`` never holds another world's; one of the same skill about tools
+                the session has from the sandbox still does), gates on tools that are not
+                exposed are left out (they could never fire), and so are gates the planner
                 could never satisfy with these tools (their evidence tools are all missing): a
                 gate that can only block would turn a request into a dead end rather than a
                 safe one.
@@ -197,12 +198,12 @@ class SkillLibrary:
         tools = self.tool_set(exposed_tools)
         out: list[ToolGate] = []
         for skill in self.skills():
-            if not tools.admits(skill.world, skill.governs):
-                continue
             mine = tools.of_world(skill.world)
-            for gate in skill.gates:
+            for pre, gate in zip(skill.meta.preconditions, skill.gates):
                 if gate.when != "always" or not gate.tools & mine:
                     continue
+                if not tools.admits(skill.world, pre.tools_referenced()):
+                    continue  # it speaks about a tool the session has from another world
                 if not gate.satisfiable(mine):
                     logger.info("gate of %s on %s left out: none of its evidence tools is exposed", gate.skill, sorted(gate.tools))
                     continue

@@ -342,3 +342,21 @@ def test_a_bfcl_turn_gets_no_sandbox_note(kit: Any) -> None:
     guidance = "\n".join(session.guidance_for(world.registry.names()))
     assert not [text for text in SANDBOX_NOTE_TEXTS if text in guidance] and "load_skill" not in guidance
     assert session.gates == [] and session.preloaded == []
+
+
+def test_a_namesake_drops_the_gates_that_speak_of_it_and_keeps_the_others() -> None:
+    """The sandbox's earbuds beside a team's start_cast: the arbiter's earbuds gate holds, its cast gate does not.
+
+    Its procedure (which speaks of casting) is not offered: a namesake of a tool it names is there.
+    """
+    lib = SkillLibrary.builtin()
+    sandbox = SandboxExecutor(SandboxPhone(), ["earbuds", "settings", "power"]).tools()
+    team = [ToolSpec(name=n, effect="update") for n in ("start_cast", "stop_cast")]
+    gates = lib.always_on_gates([*sandbox, *team])
+    arbiter = [g for g in gates if g.skill == "conflict-arbiter"]
+    assert arbiter and all("start_cast" not in g.tools for g in arbiter)
+    assert any("connect_earbuds" in g.tools for g in arbiter)
+    assert "conflict-arbiter" not in lib.available([*sandbox, *team])
+    assert "conflict-arbiter" in lib.available(sandbox)
+    assert any("start_cast" in g.tools for g in lib.always_on_gates(
+        [*sandbox, *SandboxExecutor(SandboxPhone(), ["cast"]).tools()]) if g.skill == "conflict-arbiter")
