@@ -10,8 +10,13 @@
    process while ``--rps`` status polls a second hit it for ``--seconds``; then one request runs
    and every client must get every one of its events, each once. Reported: the server process's
    RSS growth over the period (target <= 50 MB) and polls that failed (target 0).
+3. Phones at once (``--phones N``, a real model): N sandbox phones driven through one service and
+   one planner, first one after the other, then all at once. Reported: whether each run's actions
+   are identical to the same request run alone (greedy), and the total wall time at once against
+   the sum of the runs alone (target <= 1.1x).
 
     python bench/bench_serve.py [--steps 60] [--step-ms 25] [--clients 200] [--rps 20] [--seconds 60]
+                                [--phones 4 --model qwen2.5-coder-1.5b --threads N] [--only delay|idle|phones]
 """
 
 from __future__ import annotations
@@ -178,6 +183,60 @@ async def idle_clients(clients: int, rps: float, seconds: float) -> dict[str, An
             "rss_growth_mb": round(after - before, 1), "target_rss_growth_mb": 50}
 
 
+REQUEST = "Turn on do not disturb and set the brightness to 40."
+
+
+async def phones(n: int, model: str, threads: int | None, max_steps: int) -> dict[str, Any]:
+    """Figure 3: N phones through one service and one (greedy) planner, alone and at once."""
+    import uvicorn
+
+    from pocketpilot.contracts import SamplerSettings
+    from pocketpilot.harness.planners import LlamaCppPlanner
+    from pocketpilot.model_store import ModelStore
+    from pocketpilot.serve import ServeConfig, create_app
+
+    path, _ = ModelStore().resolve(model)
+    planner = LlamaCppPlanner(path, sampler=SamplerSettings(temperature=0.0, max_tokens=128), n_threads=threads)
+    with tempfile.TemporaryDirectory(prefix="pp-bench-serve-") as tmp:
+        app = create_app(ServeConfig(trace_dir=Path(tmp)), lambda _model: planner, token=TOKEN)
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+                auth = {"Authorization": f"Bearer {TOKEN}"}
+
+                async def one() -> tuple[list[str], float]:
+                    made = (await client.post("/v1/sessions", json={"owner": "bench", "max_steps": max_steps},
+                                              headers=auth)).json()
+                    key = {**auth, "X-Session-Key": made["key"]}
+                    t0 = time.perf_counter()
+                    reader = asyncio.create_task(_events(client, f"/v1/sessions/{made['id']}/events", key, "end"))
+                    await client.post(f"/v1/sessions/{made['id']}/requests", json={"request": REQUEST}, headers=key)
+                    events = await reader
+                    wall = time.perf_counter() - t0
+                    actions = [json.dumps(json.loads(e[2])["step"]["action"], sort_keys=True)
+                               for e in events if e[1] == "step"]
+                    await client.delete(f"/v1/sessions/{made['id']}", headers=key)
+                    return actions, wall
+
+                await one()  # load the model and warm the prefix once, outside both measurements
+                alone = [await one() for _ in range(n)]
+                t0 = time.perf_counter()
+                together = await asyncio.gather(*(one() for _ in range(n)))
+                at_once = time.perf_counter() - t0
+        finally:
+            server.should_exit = True
+            await task
+            await planner.aclose()
+    sum_alone = sum(w for _, w in alone)
+    return {"phones": n, "model": model, "identical_actions": [a == b for (a, _), (b, _) in zip(alone, together)],
+            "walls_alone_s": [round(w, 2) for _, w in alone], "sum_alone_s": round(sum_alone, 2),
+            "at_once_s": round(at_once, 2), "ratio": round(at_once / sum_alone, 3), "target_ratio": 1.1}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=60)
@@ -185,9 +244,19 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--rps", type=float, default=20.0)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--phones", type=int, default=4)
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--max-steps", type=int, default=6)
+    parser.add_argument("--only", choices=["delay", "idle", "phones"], default=None)
     args = parser.parse_args()
-    result = {"event_delay": asyncio.run(event_delay(args.steps, args.step_ms)),
-              "idle_clients": asyncio.run(idle_clients(args.clients, args.rps, args.seconds))}
+    result: dict[str, Any] = {}
+    if args.only in (None, "delay"):
+        result["event_delay"] = asyncio.run(event_delay(args.steps, args.step_ms))
+    if args.only in (None, "idle"):
+        result["idle_clients"] = asyncio.run(idle_clients(args.clients, args.rps, args.seconds))
+    if args.only in (None, "phones"):
+        result["phones"] = asyncio.run(phones(args.phones, args.model, args.threads, args.max_steps))
     print(json.dumps(result, indent=2))
 
 
