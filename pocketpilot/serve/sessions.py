@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..contracts import Episode, Step
-from ..errors import PocketPilotError
+from ..errors import ModelStoreError, PocketPilotError
 from ..harness import HarnessConfig, Planner, Session, safety_policies
 from ..harness.observer import RunEvent
 from .devices import DeviceFactory, DeviceOpener, DeviceSpec, OpenedDevice, SandboxDevice
@@ -227,8 +227,9 @@ class ServeSession:
         except asyncio.CancelledError:
             await self._ended(tail, None)
             raise
-        except PocketPilotError as exc:
-            self._fail(getattr(exc, "code", "run_failed"), str(exc))
+        except PocketPilotError as exc:  # the model would not load, say: the session stays usable
+            self._fail("model_error" if isinstance(exc, ModelStoreError) else "run_failed",
+                       f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # a bug or a backend's untyped failure: the client is told, the log has the rest
             logger.exception("session %s: run %d failed", self.id, turn)
             self._fail("internal_error", f"{type(exc).__name__}: {exc}")

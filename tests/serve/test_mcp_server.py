@@ -98,3 +98,52 @@ async def test_run_request_asks_mid_run_and_is_denied_where_it_cannot_ask(tmp_pa
         assert not await powered_on(client)
         trace = [json.loads(line) for line in Path(out["trace"]).read_text().splitlines()]
         assert sum(1 for r in trace if r["type"] == "step") == 3  # the read ran once: the run waited, it did not restart
+
+
+@pytest.mark.slow
+async def test_streamable_http_serves_the_same_tools_and_rules(tmp_path: Path) -> None:
+    import asyncio
+    import socket
+    import subprocess
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "pocketpilot", "mcp", "serve", "--transport", "http", "--port",
+                             str(port), "--eta", "none", "--apps", "power", "--no-agent",
+                             "--trace-dir", str(tmp_path / "traces")], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(150):
+            try:
+                async with httpx.AsyncClient() as probe:
+                    await probe.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None
+                await asyncio.sleep(0.2)
+        async with Client(url) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["power_off"].annotations.destructive_hint is True and "run_request" not in tools
+            denied = await client.call_tool("power_off", {})
+            assert denied.is_error and "elicitation" in denied.content[0].text
+            assert await powered_on(client)
+        accept = answering(True)
+        async with Client(url, elicitation_callback=accept) as client:
+            assert not (await client.call_tool("power_off", {})).is_error and len(accept.asked) == 1
+            assert not await powered_on(client)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def test_streamable_http_refuses_a_lan_host_without_insecure_lan() -> None:
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["mcp", "serve", "--transport", "http", "--host", "0.0.0.0"])
+    assert result.exit_code == 2 and "--insecure-lan" in result.output

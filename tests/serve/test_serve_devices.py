@@ -95,3 +95,28 @@ async def test_sessions_sharing_a_phone_take_turns(make_server) -> None:  # type
                          last_id=queued[-1].id)
         assert rest[-1].data["stop_reason"] == "finish"
         assert phone.state.device.powered_on
+
+
+async def test_a_planner_that_fails_to_load_is_an_error_event_and_the_session_stays_usable(served) -> None:  # type: ignore[no-untyped-def]
+    from pocketpilot.errors import ModelIntegrityError
+
+    sid, key = await served.open(TWO_READS[1:])
+    planner = served.scripts.made[-1]
+    real_load = planner.load
+    failures = [ModelIntegrityError("model.gguf", "sha256 mismatch")]
+
+    async def load() -> None:
+        if failures:
+            raise failures.pop()
+        await real_load()
+
+    planner.load = load  # type: ignore[method-assign]
+    await served.send(sid, key, "read the phone")
+    got = await sse(served.client, f"/v1/sessions/{sid}/events", served.auth(key),
+                    until=lambda e: e.event == "state" and e.data["state"] == "idle" and e.id > 2)
+    error = next(e.data for e in got if e.event == "error")
+    assert error["code"] == "model_error" and "sha256 mismatch" in error["message"]
+    assert (await served.send(sid, key, "read the phone again")).status_code == 202
+    rest = await sse(served.client, f"/v1/sessions/{sid}/events", served.auth(key), until=kind("end"),
+                     last_id=got[-1].id)
+    assert rest[-1].data["stop_reason"] == "finish"
