@@ -154,13 +154,19 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
     async def get_trace(request: Request) -> Response:
         session = session_of(request)
         path = trace_file(session.trace_dir, request.path_params["name"])
-        if request.query_params.get("format") == "html":
-            from ..replay import render_replay
-            from ..trace import read_trace
+        form = request.query_params.get("format", "jsonl")
+        if form == "jsonl":
+            return FileResponse(path, media_type="application/x-ndjson")
+        if form not in ("html", "chat"):
+            raise Invalid(f"format is jsonl, html or chat, not {form!r}", "invalid_format")
+        from ..trace import episode_to_chat, read_trace
 
-            episode, complete = read_trace(path)
-            return HTMLResponse(render_replay(episode, complete))
-        return FileResponse(path, media_type="application/x-ndjson")
+        episode, complete = read_trace(path)
+        if form == "chat":  # the run as an OpenAI chat request (an export for trainers)
+            return JSONResponse(episode_to_chat(episode))
+        from ..replay import render_replay
+
+        return HTMLResponse(render_replay(episode, complete))
 
     async def schema(request: Request) -> Response:
         return JSONResponse(openapi_schema())

@@ -104,8 +104,8 @@ def openapi_schema() -> dict[str, Any]:
             "/v1/sessions/{sid}/traces/{name}": {"parameters": [*_SID, {
                 "name": "name", "in": "path", "required": True, "schema": {"type": "string"},
                 "description": "An episode id of this session"}, {
-                "name": "format", "in": "query", "required": False, "schema": {"enum": ["jsonl", "html"]}}],
-                "get": {"summary": "A run's trace file, or its HTML replay",
+                "name": "format", "in": "query", "required": False, "schema": {"enum": ["jsonl", "html", "chat"]}}],
+                "get": {"summary": "A run's trace file, its HTML replay, or its OpenAI chat export",
                         "responses": {"200": {"description": "the trace"}, **session_errors}}},
         },
     }

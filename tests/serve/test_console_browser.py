@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from _serve_support import TOKEN
 
-POWER_OFF = [{"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+POWER_OFF = [{"kind": "memory_search", "query": "phone charger habit"},
+             {"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
              {"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},
              {"kind": "finish", "summary": "phone is off"}]
 
@@ -45,10 +46,12 @@ def _deny_in_the_console(driver: Any, url: str, shot: Path) -> dict[str, Any]:
     wait = WebDriverWait(driver, 20)
     driver.get(url + "/")
     driver.find_element(By.ID, "token").send_keys(TOKEN)
+    driver.find_element(By.ID, "owner").clear()
+    driver.find_element(By.ID, "owner").send_keys("alice")
     driver.find_element(By.ID, "apps").send_keys("power,notes")
     driver.find_element(By.ID, "open").click()
     wait.until(lambda d: d.find_element(By.ID, "state").text == "idle")
-    driver.find_element(By.ID, "request").send_keys("check the phone, then turn it off <b id=injected>now</b>")
+    driver.find_element(By.ID, "request").send_keys("check the phone, then turn it off")
     driver.find_element(By.ID, "send").click()
     wait.until(lambda d: any("get_device_info" in li.text for li in d.find_elements(By.CSS_SELECTOR, "#log li.step")))
     deny = wait.until(ec.element_to_be_clickable((By.ID, "deny")))
@@ -57,7 +60,17 @@ def _deny_in_the_console(driver: Any, url: str, shot: Path) -> dict[str, Any]:
     deny.click()
     end = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#log li.end")))
     wait.until(lambda d: d.find_element(By.ID, "state").text == "idle")
-    return {"question": question, "stop": end.get_attribute("data-stop"), "end": end.text,
+    memories = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#log .memory")]
+    console = driver.current_window_handle
+    end.find_element(By.CSS_SELECTOR, "button.replay").click()  # the finished run's HTML replay
+    wait.until(lambda d: len(d.window_handles) == 2)
+    driver.switch_to.window(next(h for h in driver.window_handles if h != console))
+    wait.until(lambda d: "power_off" in d.find_element(By.TAG_NAME, "body").text)
+    replay = driver.find_element(By.TAG_NAME, "body").text
+    driver.close()
+    driver.switch_to.window(console)
+    return {"question": question, "stop": end.get_attribute("data-stop"), "end": end.text, "memories": memories,
+            "replay": replay,
             "steps": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#log li.step")],
             "dialog_open": driver.execute_script("return document.getElementById('dialog').open"),
             "request": driver.find_element(By.CSS_SELECTOR, "#log li.request").text,
@@ -66,20 +79,35 @@ def _deny_in_the_console(driver: Any, url: str, shot: Path) -> dict[str, Any]:
 
 @pytest.mark.slow
 async def test_the_console_denies_a_destructive_call_and_the_phone_stays_on(make_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    async with make_server() as served:
-        served.scripts.scripts["default"] = POWER_OFF  # the console asks for the service's default model
-        driver = await asyncio.to_thread(_browser, tmp_path / "profile")
-        shot = Path(os.environ.get("POCKETPILOT_CONSOLE_SHOT", tmp_path / "console.png"))
-        try:
-            seen = await asyncio.to_thread(_deny_in_the_console, driver, served.url, shot)
-        finally:
-            await asyncio.to_thread(driver.quit)
-        (sid,) = served.app.state.registry._sessions
-        assert served.phone(sid).state.device.powered_on
+    from pocketpilot.memory import AccessPolicy, Caller, MemoryCandidate, Provenance, SqliteMemory
+    from pocketpilot.serve import MemoryBinding
+
+    service = "svc-token-0123456789"
+    store = SqliteMemory(tmp_path / "memory.db", AccessPolicy(service, "admin-token-0123456789"))
+    store.write(Caller.service(service, acting_for="alice"),
+                MemoryCandidate(content="Alice charges her phone overnight <img id=injected src=x>", tier="long_term",
+                                provenance=Provenance(source="user_statement")))
+    try:
+        async with make_server(memory=MemoryBinding(store, service)) as served:
+            served.scripts.scripts["default"] = POWER_OFF  # the console asks for the service's default model
+            driver = await asyncio.to_thread(_browser, tmp_path / "profile")
+            shot = Path(os.environ.get("POCKETPILOT_CONSOLE_SHOT", tmp_path / "console.png"))
+            try:
+                seen = await asyncio.to_thread(_deny_in_the_console, driver, served.url, shot)
+            finally:
+                await asyncio.to_thread(driver.quit)
+            (sid,) = served.app.state.registry._sessions
+            assert served.phone(sid).state.device.powered_on
+    finally:
+        store.close()
     assert seen["question"] == "power_off is destructive: allow?"
     assert seen["stop"] == "denied" and "not confirmed" in seen["end"]
     assert any("get_device_info" in s for s in seen["steps"])
     assert any("power_off" in s and "confirmation_denied" in s for s in seen["steps"])
     assert not seen["dialog_open"]
-    assert seen["request"].endswith("<b id=injected>now</b>") and seen["injected"] == 0  # data is text, never markup
+    assert seen["request"] == "you: check the phone, then turn it off"
+    assert seen["injected"] == 0 and "<img id=injected src=x>" in seen["memories"][0]  # data is text, never markup
     assert shot.stat().st_size > 10_000
+    assert len(seen["memories"]) == 1 and "charges her phone" in seen["memories"][0]
+    assert "user_statement" in seen["memories"][0]  # shown with its provenance
+    assert "power_off" in seen["replay"] and "denied" in seen["replay"]

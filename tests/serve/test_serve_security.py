@@ -78,10 +78,15 @@ async def test_trace_endpoint_serves_the_sessions_traces_only(served: Served) ->
     assert r.text == (served.trace_dir / sid / f"{episode}.jsonl").read_text()
     html = await served.client.get(f"/v1/sessions/{sid}/traces/{episode}?format=html", headers=served.auth(key))
     assert html.status_code == 200 and "<html" in html.text.lower()
+    chat = await served.client.get(f"/v1/sessions/{sid}/traces/{episode}?format=chat", headers=served.auth(key))
+    assert {"role": "user", "content": "what phone is this?"} in chat.json()["messages"]
+    bad = await served.client.get(f"/v1/sessions/{sid}/traces/{episode}?format=pdf", headers=served.auth(key))
+    assert bad.status_code == 422
     (served.trace_dir / "outside.jsonl").write_text("not yours\n")
     for name in ("..%2Foutside", "%2E%2E%2Foutside", "..%2F..%2F..%2Fetc%2Fpasswd", "outside", "%00", "x%2F..%2F..%2Foutside"):
-        r = await served.client.get(f"/v1/sessions/{sid}/traces/{name}", headers=served.auth(key))
-        assert r.status_code == 404 and "not yours" not in r.text, name
+        for form in ("jsonl", "html", "chat"):
+            r = await served.client.get(f"/v1/sessions/{sid}/traces/{name}?format={form}", headers=served.auth(key))
+            assert r.status_code == 404 and "not yours" not in r.text, (name, form)
     # another session's holder cannot read it through its own session
     r = await served.client.get(f"/v1/sessions/{other_sid}/traces/{episode}", headers=served.auth(other_key))
     assert r.status_code == 404
