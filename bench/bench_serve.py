@@ -232,7 +232,7 @@ async def phones(n: int, model: str, threads: int | None, max_steps: int) -> dic
             await task
             await planner.aclose()
     sum_alone = sum(w for _, w in alone)
-    return {"phones": n, "model": model, "identical_actions": [a == b for (a, _), (b, _) in zip(alone, together)],
+    return {"phones": n, "model": model, "identical_actions": [a == b for (a, _), (b, _) in zip(alone, together, strict=True)],
             "walls_alone_s": [round(w, 2) for _, w in alone], "sum_alone_s": round(sum_alone, 2),
             "at_once_s": round(at_once, 2), "ratio": round(at_once / sum_alone, 3), "target_ratio": 1.1}
 

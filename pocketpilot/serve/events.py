@@ -37,8 +37,6 @@ class ServeEvent:
     id: int
     event: str
     data: str
-    at: float
-    """``loop.time()`` when it was appended (for the delay benchmark)."""
 
 
 def sse_frame(event: ServeEvent) -> bytes:
@@ -71,15 +69,11 @@ class EventLog:
     def append(self, event: str, data: dict[str, Any] | str) -> ServeEvent:
         """Add an event (``data`` a dict, or a JSON text kept as it is) and wake the readers."""
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-        item = ServeEvent(len(self._events) + 1, event, text, asyncio.get_running_loop().time())
+        item = ServeEvent(len(self._events) + 1, event, text)
         self._events.append(item)
         changed, self._changed = self._signal(), asyncio.Event()
         changed.set()
         return item
-
-    def since(self, after: int) -> list[ServeEvent]:
-        """The events numbered above ``after``."""
-        return self._events[max(after, 0):]
 
     def close(self) -> None:
         """No more events: readers finish once they have read everything."""
