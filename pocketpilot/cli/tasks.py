@@ -87,3 +87,30 @@ def resample_cmd(reports: tuple[str, ...], labels: str | None, out: str, tasks_d
     if mix.generated:
         click.echo(f"generated {len(mix.generated)} new task(s) in {new_dir} for templates {', '.join(mix.templates)}")
     click.echo(f"mix: {out}")
+
+
+@tasks.command("check-oracles")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, exists=True))
+@click.option("--mode", type=click.Choice(["harness", "bare", "both"]), default="harness", show_default=True,
+              help="Replay through the harness (its default policies and kit), bare, or both.")
+@click.option("--split", type=click.Choice(["dev", "evolve", "test"]), default=None, help="Only this split.")
+def check_oracles_cmd(directory: str | None, mode: str, split: str | None) -> None:
+    """Replay every task's oracle with a scripted planner and exit 1 if any golden path is blocked.
+
+    DIRECTORY is a task folder (default: the bundled hand-written suite); a blocked path is one
+    the verifier rejects, or one the run stopped before playing out.
+    """
+    import asyncio
+
+    from ..oracle_replay import replay_oracles
+    from ..tasks import load_suite
+
+    chosen = load_suite(split, directory=directory)  # type: ignore[arg-type]
+    modes = ("harness", "bare") if mode == "both" else (mode,)
+    blocked = asyncio.run(replay_oracles(chosen, modes=modes))  # type: ignore[arg-type]
+    for b in blocked:
+        click.echo(b.line())
+    checked = sum(1 for t in chosen if t.oracle)
+    click.echo(f"{checked} oracle(s) replayed ({', '.join(modes)}): {len(blocked)} blocked")
+    if blocked:
+        raise SystemExit(1)

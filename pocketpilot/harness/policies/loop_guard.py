@@ -6,7 +6,9 @@ rejecting, re-runs one memory search, or delegates the same thing again. The gua
 each of these. What it does next depends on what the request still names:
 
 - if a state-changing tool the request's words match (by the tool's *declared* terms: setting
-  key, description, enum values, never its name) has not run successfully yet, the notice
+  key, description, enum values, never its name; the words of a recalled memory the request
+  refers to count, as "do my hike prep" means what the memory says) has not run successfully
+  yet, the notice
   names it as what remains and the planner keeps every action: forcing a ``finish`` there
   turned a loop into a wrong early finish;
 - otherwise the next step is offered no tool call or delegation: it has to conclude.
@@ -29,6 +31,7 @@ from ...contracts import Delegate, MemorySearch, ToolCall, ToolCallAction, ToolS
 from ..scope import FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, declared_terms
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 from .gates import held_result
+from .scope_guard import memories_about_request
 
 __all__ = ["LoopGuard"]
 
@@ -194,5 +197,7 @@ class LoopGuard(BasePolicy):
             if isinstance(step.action, ToolCallAction):
                 done.update(c.name for c, r in zip(step.action.calls, step.results) if r.ok)
         asked = content_stems(run.request, self.lexicon)
+        for line in memories_about_request(run, self.lexicon):  # "do my hike prep": the memory says what
+            asked |= content_stems(line, self.lexicon)
         return [spec for name, spec in run.tools.items()
                 if name not in done and _changes_state(spec) and declared_terms(spec, self.lexicon) & asked]

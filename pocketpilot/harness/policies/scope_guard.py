@@ -58,7 +58,7 @@ from ..scope import (
 )
 from .base import ALLOW, Advice, Allow, BasePolicy, CallDecision, Hold, RunView, StepReport
 
-__all__ = ["ScopeGuard"]
+__all__ = ["ScopeGuard", "memories_about_request"]
 
 
 def _memory_lines(run: RunView) -> Iterator[str]:
@@ -69,16 +69,22 @@ def _memory_lines(run: RunView) -> Iterator[str]:
         yield from (m.content for m in step.retrieved)
 
 
+def memories_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
+    """Recalled and retrieved memory lines that share a content word with the request: what a
+    request such as "do my hike prep" refers to (a distractor memory shares none)."""
+    about = content_stems(run.request, lexicon)
+    for line in _memory_lines(run):
+        if content_stems(line, lexicon) & about:
+            yield line
+
+
 def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
     """What asks for a setting change in this run (lazy: only a setting call reads it)."""
     yield run.request
     for step in run.steps:
         yield from (r.error.message for r in step.results
                     if r.error is not None and not run.said_by_harness(r.error.message))
-    about = content_stems(run.request, lexicon)
-    for line in _memory_lines(run):
-        if content_stems(line, lexicon) & about:
-            yield line
+    yield from memories_about_request(run, lexicon)
 
 
 def prescribed(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
