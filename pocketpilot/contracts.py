@@ -738,6 +738,9 @@ class CriterionResult(_Contract):
     name: str
     passed: bool
     detail: str = ""
+    kind: str | None = None
+    """The criterion's kind (``state``, ``call``, ``check``, ...) for readers that group results;
+    None in traces older than this field and for verdicts no task criterion produced."""
 
 
 class Verdict(_Contract):

@@ -19,11 +19,13 @@ from ..contracts import Finish
 from .oracle import oracle_actions, run_actions
 from .run import prepare
 from .spec import (
+    ActionCountCriterion,
     AnswerCriterion,
     CountCriterion,
     Criterion,
     NoCallCriterion,
     NoErrorCriterion,
+    NoParentCallCriterion,
     OracleStep,
     StateCriterion,
     StopCriterion,
@@ -59,15 +61,16 @@ class TaskAudit:
 def _is_guard(criterion: Criterion) -> bool:
     """A criterion that is not judged on the start alone.
 
-    ``no_call``, ``no_error``, ``unchanged``, ``not_contains`` and a count with only an upper
-    bound guard against harm: true at the start by design. ``stop`` and ``answer`` are about how
+    ``no_call``, ``no_error``, ``no_parent_call``, ``unchanged``, ``not_contains`` and a count
+    (of calls or of any action) with only an upper bound guard against harm: true at the start
+    by design. ``stop`` and ``answer`` are about how
     the episode ended, which the do-nothing run tests. Every other criterion claims something
     happened, so it must not hold before anything has.
     """
     if isinstance(criterion, (NoCallCriterion, NoErrorCriterion, UnchangedCriterion, StopCriterion,
-                              AnswerCriterion)):
+                              AnswerCriterion, NoParentCallCriterion)):
         return True
-    if isinstance(criterion, CountCriterion):
+    if isinstance(criterion, (CountCriterion, ActionCountCriterion)):
         return criterion.at_least is None
     return isinstance(criterion, StateCriterion) and criterion.test == "not_contains"
 
@@ -75,8 +78,9 @@ def _is_guard(criterion: Criterion) -> bool:
 def vacuous_criteria(task: TaskSpec) -> list[str]:
     """Names of the positive criteria that hold in the start state with nothing done, unless marked so.
 
-    State tests (``equals``, ``one_of``/``in``, ``contains``, ``between``) are judged on the start
-    state; call, count, last-call, order and delegation criteria on an episode with no step, so
+    State tests (``equals``, ``one_of``/``in``, ``contains``, ``between``, and ``either``,
+    ``number_in_text`` and a team's ``check``) are judged on the start state; call, count,
+    last-call, order and delegation criteria on an episode with no step, so
     a criterion written so loosely that nothing satisfies it is caught too.
     """
     run = prepare(task)
@@ -89,7 +93,7 @@ def vacuous_criteria(task: TaskSpec) -> list[str]:
         for criterion in task.criteria:
             if _is_guard(criterion) or criterion.already_true:
                 continue
-            result = check_criterion(criterion, start, start, empty, final_dump=dump, tools=specs)
+            result = check_criterion(criterion, start, start, empty, final_dump=dump, tools=specs, roots=task.roots)
             if result.passed:
                 out.append(result.name)
         return out

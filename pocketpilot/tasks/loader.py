@@ -25,15 +25,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import TaskSpecError, WorldError
 from ..executor.sandbox import PhoneState, SandboxPhone, default_state
 from .spec import (
+    ActionCountCriterion,
+    ActionOrderCriterion,
     BudgetSection,
     CallCriterion,
+    CheckCriterion,
     CountCriterion,
     DelegateCriterion,
     DelegationOrderCriterion,
+    EitherCriterion,
     GuidanceDoc,
     LastCallCriterion,
     NoCallCriterion,
     NoErrorCriterion,
+    NumberInTextCriterion,
     OracleStep,
     OrderCriterion,
     Split,
@@ -42,6 +47,7 @@ from .spec import (
     UnchangedCriterion,
     WorldSpec,
 )
+from .verify import resolve_check
 from .world import ModelWorld, SandboxWorld, TaskWorld, World, import_ref
 
 __all__ = [
@@ -189,7 +195,32 @@ def _criterion_tools(c: Any) -> list[tuple[str, bool]]:
         return [(t, True) for t in c.used] + [(t, False) for t in c.not_used]
     if isinstance(c, DelegationOrderCriterion):
         return [(t, True) for t in (*c.before.used, *c.after.used)]
+    if isinstance(c, ActionCountCriterion):
+        return [(c.tool, c.at_least is not None)] if c.tool else []
+    if isinstance(c, ActionOrderCriterion):
+        return [(p.tool, True) for p in (c.before, c.after) if p.tool]
     return []
+
+
+def _check_fields(catalogue: TaskWorld, path: str | None, fields: list[str]) -> None:
+    """Check that each of ``fields`` can exist under ``path`` (under its elements, for a list).
+
+    Raises:
+        ValueError: naming the first field that fits neither.
+    """
+    if path is not None:
+        catalogue.check_path(path)
+    for f in fields:
+        tries = [f] if path is None else [f"{path}.{f}", f"{path}.0.{f}"]
+        errors = []
+        for candidate in tries:
+            try:
+                catalogue.check_path(candidate)
+                break
+            except ValueError as exc:
+                errors.append(exc)
+        else:
+            raise errors[-1]
 
 
 def check_task(task: TaskSpec, source: str | None = None) -> None:
@@ -238,6 +269,16 @@ def check_task(task: TaskSpec, source: str | None = None) -> None:
                 catalogue.check_path(path)
             except ValueError as exc:
                 raise TaskSpecError(where, f"{label}: bad path {exc}") from exc
+        if isinstance(c, (EitherCriterion, NumberInTextCriterion)):
+            try:
+                _check_fields(catalogue, c.path, c.fields)
+            except ValueError as exc:
+                raise TaskSpecError(where, f"{label}: bad path {exc}") from exc
+        if isinstance(c, CheckCriterion):
+            try:
+                resolve_check(c, task.roots)
+            except WorldError as exc:
+                raise TaskSpecError(where, f"{label}: check {exc.reason}") from exc
     for i, step in enumerate(task.oracle):
         _check_oracle_step(step, exposed, where, f"oracle[{i}]")
         if step.delegate is not None:

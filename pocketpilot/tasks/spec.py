@@ -33,6 +33,15 @@ A task on a world of its own (see :class:`WorldSpec` and :mod:`pocketpilot.tasks
       - {kind: no_error, code: not_found}
       - {kind: delegated, used: [send_sms], not_used: [delete_note]}
       - {kind: delegation_order, before: {used: [create_note]}, after: {used: [send_sms]}}
+      - {kind: either, path: notes, fields: [title, body], contains: "42", created: true}
+      - {kind: number_in_text, path: notes, fields: [body], between: [40, 44], created: true}
+      - {kind: action_order, before: {action: memory_search}, after: {tool: send_sms}}
+      - {kind: action_count, action: delegate, at_least: 1}
+      - {kind: no_parent_call}                         # every call came from a sub-agent
+      - {kind: check, ref: "mypkg.checks:parked", args: {bay: "42"}}   # a team's own Python check
+
+Beside the sandbox (``sandbox: true``), ``override: true`` makes the world's tool win a name the
+phone also offers, and a state field both have is addressed as ``sandbox.cast`` / ``world.cast``.
 
 A task may carry its operating policy and what running it needs (a folder's ``_defaults.yaml``
 gives these to every task in it; see :class:`pocketpilot.tasks.loader.FolderDefaults`)::
@@ -64,23 +73,31 @@ from pydantic import (
 from ..contracts import StopReason
 
 __all__ = [
+    "ActionCountCriterion",
+    "ActionKind",
+    "ActionOrderCriterion",
+    "ActionPattern",
     "AnswerCriterion",
     "BudgetSection",
     "CallCriterion",
     "CallPattern",
     "Capability",
+    "CheckCriterion",
     "CountCriterion",
     "Criterion",
     "DelegateCriterion",
     "DelegateStep",
     "DelegationOrderCriterion",
     "DelegationPattern",
+    "EitherCriterion",
     "Group",
     "GuidanceDoc",
     "LastCallCriterion",
     "MemorySeed",
     "NoCallCriterion",
     "NoErrorCriterion",
+    "NoParentCallCriterion",
+    "NumberInTextCriterion",
     "OracleStep",
     "OrderCriterion",
     "Split",
@@ -168,6 +185,9 @@ class _Criterion(_Spec):
 
 
 _STATE_TESTS = ("equals", "one_of", "contains", "not_contains", "between")
+
+_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+"""A ``module:attr`` reference (a world's app, a custom check)."""
 
 
 class StateCriterion(_Criterion):
@@ -369,6 +389,180 @@ class DelegationOrderCriterion(_Criterion):
     after: DelegationPattern
 
 
+_VALUE_TESTS = ("equals", "one_of", "contains", "between")
+
+
+class EitherCriterion(_Criterion):
+    """The value is in one field or another: some of ``fields`` passes the test.
+
+    With ``path`` the fields are read under the value there, of each element when it is a list
+    (``created``: only elements this run added), so "a new note whose title or body holds 42" is
+    ``{kind: either, path: notes.items, fields: [title, body], contains: "42", created: true}``;
+    without ``path`` they are paths from the state's root. Tests as in ``state``: ``equals``,
+    ``one_of`` (``in``), ``contains``, ``between``; exactly one.
+    """
+
+    kind: Literal["either"] = "either"
+    path: str | None = Field(default=None, min_length=1)
+    fields: list[str] = Field(min_length=2)
+    equals: Any = None
+    one_of: list[Any] | None = None
+    contains: Any = None
+    between: tuple[float, float] | None = None
+    created: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_is_one_of(cls, data: Any) -> Any:
+        return StateCriterion._in_is_one_of(data)
+
+    @model_validator(mode="after")
+    def _one_test(self) -> EitherCriterion:
+        tests = set(_VALUE_TESTS) & self.model_fields_set
+        if len(tests) != 1:
+            raise ValueError("an either criterion needs exactly one of equals, one_of (in), contains, "
+                             "between")
+        if self.created and self.path is None:
+            raise ValueError("created needs a path (the list whose new elements count)")
+        if self.between is not None and self.between[0] > self.between[1]:
+            raise ValueError(f"between: {self.between[0]} is above {self.between[1]}")
+        return self
+
+    @property
+    def test(self) -> str:
+        """Which test this criterion applies."""
+        return next(t for t in _VALUE_TESTS if t in self.model_fields_set)
+
+
+class NumberInTextCriterion(_Criterion):
+    """A number written in text lies within ``between: [lo, hi]``.
+
+    Numbers are read out of the text at ``path`` (or of any of ``fields`` under it, of each
+    element when it is a list; ``created``: only elements this run added); one of them in range
+    passes. Thousands separators are ignored (``8,432`` is 8432); a minus sign counts only
+    where it starts a number (``2025-03-14`` holds no negative numbers).
+    """
+
+    kind: Literal["number_in_text"] = "number_in_text"
+    path: str = Field(min_length=1)
+    fields: list[str] = Field(default_factory=list)
+    between: tuple[float, float]
+    created: bool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> NumberInTextCriterion:
+        if self.between[0] > self.between[1]:
+            raise ValueError(f"between: {self.between[0]} is above {self.between[1]}")
+        return self
+
+
+ActionKind = Literal["tool_call", "memory_search", "memory_write", "load_skill", "delegate"]
+"""Kinds of action a count or an order can look for (the episode's stops are ``stop``'s)."""
+
+
+class ActionPattern(_Spec):
+    """An action to look for: a tool call (``tool``, ``args``) or another action (``action``).
+
+    ``text`` matches by case-insensitive containment what the action holds: a memory search's
+    query, a memory write's content, a skill's name, a delegation's instruction. ``by``: anyone
+    (sub-agents' actions included), the parent only, or sub-agents only. ``ok``: True, the action
+    took effect (a call that succeeded; another action the harness did not refuse); False, it was
+    refused or failed; None, any attempt.
+    """
+
+    action: ActionKind | None = None
+    """The action's kind (default: ``tool_call`` when ``tool`` is given)."""
+    tool: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    text: str | None = Field(default=None, min_length=1)
+    by: Literal["anyone", "parent", "sub_agent"] = "anyone"
+    ok: bool | None = True
+
+    @model_validator(mode="after")
+    def _what(self) -> ActionPattern:
+        if self.tool is None and self.action is None:
+            raise ValueError("an action pattern needs a tool or an action kind")
+        if self.tool is not None and self.action not in (None, "tool_call"):
+            raise ValueError(f"tool belongs to a tool_call, not a {self.action}")
+        if self.args and self.tool is None:
+            raise ValueError("args belong to a tool")
+        if self.text is not None and self.looks_for == "tool_call":
+            raise ValueError("text matches a memory action, a skill or a delegation; a call matches by args")
+        return self
+
+    @property
+    def looks_for(self) -> ActionKind:
+        """The action kind looked for."""
+        return self.action or "tool_call"
+
+    def label(self) -> str:
+        """Readable form used in criterion names."""
+        if self.tool is not None:
+            base = CallPattern(tool=self.tool, args=self.args).label()
+        else:
+            base = self.looks_for + (f"({self.text!r})" if self.text else "")
+        return base + ("" if self.by == "anyone" else f" by {self.by.replace('_', '-')}")
+
+
+class ActionCountCriterion(ActionPattern, _Criterion):
+    """The number of matching actions lies within bounds; memory actions, skills and delegations
+    count as tool calls do (``{kind: action_count, action: memory_search, at_least: 1}``)."""
+
+    kind: Literal["action_count"] = "action_count"
+    at_least: int | None = Field(default=None, ge=1)
+    at_most: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ActionCountCriterion:
+        if self.at_least is None and self.at_most is None:
+            raise ValueError("an action_count criterion needs at_least or at_most")
+        if self.at_least is not None and self.at_most is not None and self.at_least > self.at_most:
+            raise ValueError(f"at_least {self.at_least} is above at_most {self.at_most}")
+        return self
+
+
+class ActionOrderCriterion(_Criterion):
+    """The first action matching ``before`` came earlier than the first matching ``after``, whatever
+    their kinds ("a memory search before send_message"). A delegation comes before its sub-agent's
+    own actions; actions of one parallel batch are simultaneous, so they never satisfy an order."""
+
+    kind: Literal["action_order"] = "action_order"
+    before: ActionPattern
+    after: ActionPattern
+
+
+class NoParentCallCriterion(_Criterion):
+    """The parent made no tool call itself, not even an attempt: every call came from a sub-agent.
+
+    A guard, true of a run that did nothing: pair it with what the sub-agents must have done
+    (``delegated``, ``state``)."""
+
+    kind: Literal["no_parent_call"] = "no_parent_call"
+
+
+class CheckCriterion(_Criterion):
+    """A team's own check: a Python callable named by ``ref`` (``module:attr``), imported like a
+    world's apps (the task file's folder on ``sys.path``).
+
+    It is called as ``check(state, episode, **args)``: ``state`` a copy of the final state's JSON
+    form (what ``state`` criteria read), ``episode`` the run; one with an ``initial`` parameter
+    also gets the start state's. It returns a bool or ``(bool, detail)``. An exception, or any
+    other return, is a failed criterion whose detail says so, never a crash; a reference that does
+    not import or is not callable is refused when the task loads.
+    """
+
+    kind: Literal["check"] = "check"
+    ref: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, value: str) -> str:
+        if not _REF.fullmatch(value):
+            raise ValueError(f"{value!r} is not a 'module:attr' reference (e.g. 'mypkg.checks:parked')")
+        return value
+
+
 Criterion = Annotated[
     StateCriterion
     | CallCriterion
@@ -381,7 +575,13 @@ Criterion = Annotated[
     | CountCriterion
     | LastCallCriterion
     | NoErrorCriterion
-    | DelegationOrderCriterion,
+    | DelegationOrderCriterion
+    | EitherCriterion
+    | NumberInTextCriterion
+    | ActionCountCriterion
+    | ActionOrderCriterion
+    | NoParentCallCriterion
+    | CheckCriterion,
     Field(discriminator="kind"),
 ]
 
@@ -441,8 +641,6 @@ OracleStep.model_rebuild()
 
 _RUN_SETTINGS = ("guidance", "budget", "n_ctx")
 """TaskSpec fields added after outcome logs recorded digests: left out of the digest while unset."""
-
-_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 class WorldSpec(_Spec):

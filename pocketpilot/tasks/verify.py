@@ -6,9 +6,12 @@ why it failed (or what satisfied it), so a failed verdict reads as a diagnosis.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..contracts import (
@@ -28,26 +31,33 @@ from ..executor.sandbox import MISSING, resolve_path
 from ..executor.sandbox.diff import diff_values
 from ..handoff import review_handoff
 from .spec import (
+    ActionCountCriterion,
+    ActionOrderCriterion,
+    ActionPattern,
     AnswerCriterion,
     CallCriterion,
     CallPattern,
+    CheckCriterion,
     CountCriterion,
     Criterion,
     DelegateCriterion,
     DelegationOrderCriterion,
     DelegationPattern,
+    EitherCriterion,
     LastCallCriterion,
     NoCallCriterion,
     NoErrorCriterion,
+    NoParentCallCriterion,
+    NumberInTextCriterion,
     OrderCriterion,
     StateCriterion,
     StopCriterion,
     TaskSpec,
     UnchangedCriterion,
 )
-from .world import WorldState, state_data
+from .world import WorldState, import_ref, state_data
 
-__all__ = ["check_criterion", "matches", "verify"]
+__all__ = ["check_criterion", "matches", "numbers_in", "resolve_check", "verify"]
 
 _THOUSANDS = re.compile(r"(?<=\d)[,\u202f\u00a0](?=\d{3}\b)")
 
@@ -391,6 +401,244 @@ def _delegation_order(c: DelegationOrderCriterion, episode: Episode) -> Criterio
                                                           f"{c.after.label()} (step {then})")
 
 
+# ---------------------------------------------------------------- either field, numbers in text
+
+
+def _records(final: dict[str, Any], initial: dict[str, Any] | None, path: str | None,
+             created: bool) -> tuple[list[tuple[str, Any]], Any]:
+    """The records ``fields`` are read under: the state root, the value at ``path``, or each
+    element of it when it is a list (only those this run added, with ``created``); and the value."""
+    if path is None:
+        return [("", final)], final
+    value = resolve_path(final, path)
+    if value is MISSING:
+        return [], value
+    if created:
+        value = _added(value, resolve_path(initial or {}, path))
+    if isinstance(value, list):
+        return [(f"{path}.{i}", e) for i, e in enumerate(value)], value
+    return [(path, value)], value
+
+
+def _candidates(final: dict[str, Any], initial: dict[str, Any] | None, path: str | None, fields: list[str],
+                created: bool) -> tuple[list[tuple[str, Any]], Any]:
+    """Every (path, value) the test looks at, and the value at ``path`` (for the detail)."""
+    records, value = _records(final, initial, path, created)
+    if not fields:
+        return records, value
+    out = []
+    for where, record in records:
+        for f in fields:
+            found = resolve_path(record, f)
+            if found is not MISSING:
+                out.append((f"{where}.{f}" if where else f, found))
+    return out, value
+
+
+def _value_test(test: str, value: Any, c: Any) -> bool:
+    if test == "equals":
+        return _equal(value, c.equals)
+    if test == "one_of":
+        return any(_equal(value, v) for v in c.one_of or [])
+    if test == "contains":
+        return _contains(value, c.contains)
+    lo, hi = c.between
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and lo <= value <= hi
+
+
+def _want(test: str, c: Any) -> str:
+    if test == "equals":
+        return f"== {_short(c.equals)}"
+    if test == "one_of":
+        return f"in {_short(c.one_of)}"
+    if test == "contains":
+        return f"contains {_short(c.contains)}"
+    return f"between {c.between[0]:g} and {c.between[1]:g}"
+
+
+def _either(c: EitherCriterion, final: dict[str, Any], initial: dict[str, Any] | None) -> CriterionResult:
+    test = c.test
+    where = (f"{'a new element of ' if c.created else ''}{c.path}: " if c.path else "")
+    name = c.name or f"either {where}{' or '.join(c.fields)} {_want(test, c)}"
+    seen, value = _candidates(final, initial, c.path, c.fields, c.created)
+    hit = next(((p, v) for p, v in seen if _value_test(test, v, c)), None)
+    if hit is not None:
+        return CriterionResult(name=name, passed=True, detail=f"{hit[0]} is {_short(hit[1])}")
+    if not seen:
+        what = ("no new element" if c.created and value is not MISSING
+                else f"{c.path or 'the state'} has none of them")
+        detail = f"{what} ({c.path} is {_short(value)})" if c.path else what
+        return CriterionResult(name=name, passed=False, detail=detail)
+    shown = "; ".join(f"{p} is {_short(v, 60)}" for p, v in seen[:4])
+    more = f" (+{len(seen) - 4} more)" if len(seen) > 4 else ""
+    return CriterionResult(name=name, passed=False, detail=shown + more)
+
+
+_NUMBER = re.compile(r"(?:(?<![\w.])-)?\d+(?:\.\d+)?")
+
+
+def numbers_in(text: str) -> list[float]:
+    """The numbers written in ``text``: thousands separators ignored, a minus only where it starts one."""
+    return [float(m.group()) for m in _NUMBER.finditer(_THOUSANDS.sub("", text))]
+
+
+def _number_in_text(c: NumberInTextCriterion, final: dict[str, Any],
+                    initial: dict[str, Any] | None) -> CriterionResult:
+    lo, hi = c.between
+    fields = f" ({' or '.join(c.fields)})" if c.fields else ""
+    name = c.name or f"a number between {lo:g} and {hi:g} in {'a new ' if c.created else ''}{c.path}{fields}"
+    seen, value = _candidates(final, initial, c.path, c.fields, c.created)
+    texts = [(p, v) for p, v in seen if isinstance(v, str)]
+    found: list[str] = []
+    for where, text in texts:
+        numbers = numbers_in(text)
+        hit = next((n for n in numbers if lo <= n <= hi), None)
+        if hit is not None:
+            return CriterionResult(name=name, passed=True, detail=f"{where} holds {hit:g}: {_short(text, 80)}")
+        found += [f"{n:g}" for n in numbers]
+    if not texts:
+        return CriterionResult(name=name, passed=False, detail=f"no text at {c.path} (it is {_short(value, 80)})")
+    numbers = ", ".join(found[:6]) if found else "none"
+    return CriterionResult(name=name, passed=False, detail=f"numbers in {len(texts)} text(s): {numbers}")
+
+
+# ---------------------------------------------------------------- every kind of action
+
+
+def _actions(episode: Episode, by_parent: bool = True) -> list[tuple[Position, str, Any, bool, bool]]:
+    """Every action in order as (position, kind, action or call, by the parent, took effect),
+    sub-agents' at their delegation's step (after it: a delegation precedes its sub-agent's work)."""
+    out: list[tuple[Position, str, Any, bool, bool]] = []
+    for step in episode.steps:
+        action = step.action
+        if action is None:
+            continue
+        if action.kind == "tool_call":
+            for i, call in _step_calls(step):
+                res = step.results[i] if i < len(step.results) else None
+                out.append(((step.index,), "tool_call", call, by_parent, res is not None and res.ok))
+        else:
+            took = step.error is None and all(r.ok for r in step.results)
+            out.append(((step.index,), action.kind, action, by_parent, took))
+        for child in step.children:
+            for pos, kind, item, _, took in _actions(child, by_parent=False):
+                out.append(((step.index, *pos), kind, item, False, took))
+    return out
+
+
+def _action_text(kind: str, action: Any) -> str:
+    if kind == "memory_search":
+        return action.query
+    if kind == "memory_write":
+        return action.content
+    if kind == "load_skill":
+        return action.name
+    if kind == "delegate":
+        return action.instruction
+    return ""
+
+
+def _action_matches(kind: str, item: Any, by_parent: bool, took: bool, p: ActionPattern) -> bool:
+    if kind != p.looks_for or (p.by == "parent" and not by_parent) or (p.by == "sub_agent" and by_parent):
+        return False
+    if p.ok is not None and took != p.ok:
+        return False
+    if kind == "tool_call":
+        return (p.tool is None or item.name == p.tool) and matches(item.arguments, p.args)
+    return p.text is None or p.text.lower() in _action_text(kind, item).lower()
+
+
+def _action_count(c: ActionCountCriterion, episode: Episode) -> CriterionResult:
+    bounds = [f">= {c.at_least}"] if c.at_least is not None else []
+    bounds += [f"<= {c.at_most}"] if c.at_most is not None else []
+    which = "" if c.ok is None else " taking effect" if c.ok else " refused or failed"
+    name = c.name or f"count{which} {c.label()} {' and '.join(bounds)}"
+    hits = [pos for pos, kind, item, parent, took in _actions(episode)
+            if _action_matches(kind, item, parent, took, c)]
+    n = len(hits)
+    ok = (c.at_least is None or n >= c.at_least) and (c.at_most is None or n <= c.at_most)
+    where = f" (at {', '.join(_where(p) for p in hits[:4])})" if hits else ""
+    return CriterionResult(name=name, passed=ok, detail=f"{n} matching action(s){where}")
+
+
+def _first_action(episode: Episode, pattern: ActionPattern) -> Position | None:
+    return next((pos for pos, kind, item, parent, took in _actions(episode)
+                 if _action_matches(kind, item, parent, took, pattern)), None)
+
+
+def _action_order(c: ActionOrderCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"order {c.before.label()} before {c.after.label()}"
+    first, then = _first_action(episode, c.before), _first_action(episode, c.after)
+    if first is None:
+        return CriterionResult(name=name, passed=False, detail=f"no {c.before.label()}")
+    if then is None:
+        return CriterionResult(name=name, passed=False, detail=f"no {c.after.label()}")
+    if first < then:
+        return CriterionResult(name=name, passed=True, detail=f"{_where(first)} before {_where(then)}")
+    how = "in the same parallel batch as" if first == then else "after"
+    return CriterionResult(name=name, passed=False,
+                           detail=f"{c.before.label()} ({_where(first)}) came {how} "
+                                  f"{c.after.label()} ({_where(then)})")
+
+
+def _no_parent_call(c: NoParentCallCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or "the parent made no call itself"
+    own = [(pos, item) for pos, kind, item, parent, _ in _actions(episode) if kind == "tool_call" and parent]
+    if not own:
+        by_children = sum(1 for _, kind, _, parent, _ in _actions(episode) if kind == "tool_call" and not parent)
+        return CriterionResult(name=name, passed=True, detail=f"all {by_children} call(s) by sub-agents")
+    pos, call = own[0]
+    more = f" (+{len(own) - 1} more)" if len(own) > 1 else ""
+    return CriterionResult(name=name, passed=False, detail=f"the parent called {call.name} at {_where(pos)}{more}")
+
+
+# ---------------------------------------------------------------- a team's own check
+
+
+def resolve_check(c: CheckCriterion, roots: Sequence[Path] = ()) -> Callable[..., Any]:
+    """The callable a ``check`` criterion names.
+
+    Raises:
+        WorldError: the reference does not import, or names something that is not callable.
+    """
+    from ..errors import WorldError
+
+    fn = import_ref(c.ref, roots)
+    if not callable(fn) or isinstance(fn, type):
+        raise WorldError("check", f"{c.ref!r} is a {type(fn).__name__}, not a function")
+    return fn
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _check(c: CheckCriterion, final: dict[str, Any], initial: WorldState | Mapping[str, Any], episode: Episode,
+           roots: Sequence[Path]) -> CriterionResult:
+    name = c.name or f"check {c.ref}"
+    try:
+        fn = resolve_check(c, roots)
+        extra = {"initial": copy.deepcopy(state_data(initial))} if _takes(fn, "initial") else {}
+        out = fn(copy.deepcopy(final), episode.model_copy(deep=True), **c.args, **extra)
+    except Exception as exc:  # noqa: BLE001 - a team's check may raise anything: it failed, the verdict stands
+        return CriterionResult(name=name, passed=False, detail=f"the check raised {type(exc).__name__}: {exc}")
+    if inspect.isawaitable(out):
+        close = getattr(out, "close", None)
+        if close is not None:
+            close()
+        return CriterionResult(name=name, passed=False, detail="the check is async; a check is a plain function")
+    if isinstance(out, bool):
+        return CriterionResult(name=name, passed=out, detail="passed" if out else "failed")
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], bool):
+        return CriterionResult(name=name, passed=out[0], detail=str(out[1]))
+    return CriterionResult(name=name, passed=False,
+                           detail=f"the check returned {_short(out, 60)}, not a bool or (bool, detail)")
+
+
 def _specs(episode: Episode, tools: Mapping[str, ToolSpec] | None) -> Mapping[str, ToolSpec]:
     """The declared specs calls are judged by: the world's, else those the episode recorded."""
     if tools is not None:
@@ -406,13 +654,37 @@ def check_criterion(
     *,
     final_dump: dict[str, Any] | None = None,
     tools: Mapping[str, ToolSpec] | None = None,
+    roots: Sequence[Path] = (),
 ) -> CriterionResult:
-    """Evaluate one criterion against the evidence.
+    """Evaluate one criterion against the evidence; the result names the criterion's kind.
 
     ``initial`` and ``final`` are the world's states (a state model, or its JSON dump);
     ``tools`` the world's tool specs, whose declared semantics say which calls change state
-    (default: the specs the episode's header recorded).
+    (default: the specs the episode's header recorded); ``roots`` where a ``check``'s module
+    is imported from (the task's folders).
     """
+    result = _judge(criterion, initial, final, episode, final_dump, tools, roots)
+    return result.model_copy(update={"kind": criterion.kind})
+
+
+def _judge(criterion: Criterion, initial: WorldState | Mapping[str, Any], final: WorldState | Mapping[str, Any],
+           episode: Episode, final_dump: dict[str, Any] | None, tools: Mapping[str, ToolSpec] | None,
+           roots: Sequence[Path]) -> CriterionResult:
+    if isinstance(criterion, CheckCriterion):
+        return _check(criterion, final_dump if final_dump is not None else state_data(final), initial, episode,
+                      roots)
+    if isinstance(criterion, (EitherCriterion, NumberInTextCriterion)):
+        final_data = final_dump if final_dump is not None else state_data(final)
+        initial_data = state_data(initial) if criterion.created else None
+        if isinstance(criterion, EitherCriterion):
+            return _either(criterion, final_data, initial_data)
+        return _number_in_text(criterion, final_data, initial_data)
+    if isinstance(criterion, ActionCountCriterion):
+        return _action_count(criterion, episode)
+    if isinstance(criterion, ActionOrderCriterion):
+        return _action_order(criterion, episode)
+    if isinstance(criterion, NoParentCallCriterion):
+        return _no_parent_call(criterion, episode)
     if isinstance(criterion, StateCriterion):
         initial_dump = state_data(initial) if criterion.created else None
         return _state(criterion, final_dump if final_dump is not None else state_data(final), initial_dump)
@@ -446,5 +718,6 @@ def verify(task: TaskSpec, initial: WorldState | Mapping[str, Any], final: World
     ``tools``: the world's tool specs (see :func:`check_criterion`).
     """
     dump = state_data(final)
-    results = [check_criterion(c, initial, final, episode, final_dump=dump, tools=tools) for c in task.criteria]
+    results = [check_criterion(c, initial, final, episode, final_dump=dump, tools=tools, roots=task.roots)
+               for c in task.criteria]
     return Verdict(success=all(r.passed for r in results), criteria=results)
