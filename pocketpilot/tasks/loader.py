@@ -417,7 +417,8 @@ def parse_task(data: Any, source: str, roots: Sequence[str | Path] = (),
         task = task.model_copy(update={"guidance": _read_guidance(task.guidance, base, source, "guidance")})
     if defaults is not None:
         task = _apply_defaults(task, defaults)
-    if task.world is not None and roots:
+    imports = task.world is not None or any(isinstance(c, CheckCriterion) for c in task.criteria)
+    if imports and roots:  # a world's modules, a team's checks: imported from the task's folders
         task = task.with_roots(tuple(dict.fromkeys(Path(r).resolve() for r in roots)))
     check_task(task, source)
     return task

@@ -335,3 +335,12 @@ def test_the_audit_catches_new_criteria_that_hold_at_the_start() -> None:
     # wifi starts on, and a seeded note's body ("sunflower42") holds 42; the hook (wifi off), the
     # order and the guards do not hold on a run that did nothing or are not judged on it
     assert sorted(vacuous_criteria(task)) == ["n", "on", "seed"]
+
+
+async def test_the_task_with_a_team_check_passes_through_the_harness_and_bare() -> None:
+    from pocketpilot.oracle_replay import replay_oracles
+    from pocketpilot.task_session import load_harness_kit
+
+    blocked = await replay_oracles([load_task(HERE / "parked.yaml")], modes=("harness", "bare"),
+                                   kit=load_harness_kit())
+    assert blocked == [], "\n".join(b.line() for b in blocked)
