@@ -1,4 +1,4 @@
-"""The generated suite: ≥1,000 sandbox tasks from the templates, beside (never inside) the bundled 153.
+"""The generated suite: ≥1,000 sandbox tasks from the templates, beside (never inside) the bundled hand-written one.
 
 Regenerate with ``python -m pocketpilot.tasks.suite --regenerate`` (the same seed gives the same
 files); its test split is frozen like the bundled one: ``suite.lock.json`` records each test

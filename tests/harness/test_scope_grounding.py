@@ -222,3 +222,14 @@ async def test_a_setting_that_needs_confirmation_anyway_asks_the_user_once():
     first, second = results(episode, "reset_network")
     assert first.error.code == "not_allowed" and second.ok
     assert user.asked == ["reset_network"]  # the confirmation policy asked; the guard did not ask again
+
+
+async def test_the_user_s_no_stands_for_a_sub_agent_the_planner_hands_the_call_to():
+    """The delegate's instruction names the APN (it would ground the reset in the child): the no still holds."""
+    user = Answer(False)
+    reset = call("reset_apn_settings")
+    handoff = {"kind": "delegate", "instruction": "Reset the APN settings.", "tools": ["reset_apn_settings"]}
+    state, episode = await run_carrier([*TOGGLE, reset, reset, handoff, reset, FINISH], confirm=CallbackConfirmation(user))
+    (child,) = [c for s in episode.steps for c in s.children]
+    assert [r.error.code for r in results(child, "reset_apn_settings")] == ["confirmation_denied"]
+    assert user.asked == ["reset_apn_settings"] and state.apn.name == "wap.oldcarrier"

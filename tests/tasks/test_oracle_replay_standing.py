@@ -82,6 +82,16 @@ async def test_the_check_reports_a_golden_path_the_harness_blocks(tmp_path, kit)
     assert "reset_apn_settings: not_allowed" in b.line()
 
 
+async def test_a_task_whose_policy_prescribes_the_fix_needs_no_read(tmp_path, kit) -> None:
+    """The same unread reset passes once the task's operating policy prescribes it."""
+    folder = _blocked_folder(tmp_path)
+    path = folder / "apn-reset-unread.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["guidance"] = ["When pages do not load over mobile data, reset the APN settings and check again."]
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert await replay_oracles(load_suite(directory=folder), modes=BOTH, kit=kit) == []
+
+
 def test_the_cli_exits_non_zero_on_a_blocked_golden_path(tmp_path) -> None:
     out = CliRunner().invoke(cli, ["tasks", "check-oracles", str(_blocked_folder(tmp_path)), "--mode", "both"])
     assert out.exit_code == 1, out.output

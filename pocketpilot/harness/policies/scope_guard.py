@@ -36,8 +36,9 @@ hold it did not read so much as insisting the request needs it, and neither the 
 the guard should decide that alone: the second time, the guard asks whoever answers the
 session's confirmations (:meth:`RunView.confirm`). Allowed, the call runs; denied, it ends as a
 denied call (``confirmation_denied``) and every later send of it is denied without asking
-again. A call that needs confirmation anyway is left to the confirmation policy, so the user
-is asked once.
+again, by a sub-agent too (whose instruction, written by the planner, would otherwise ground
+it). A call that needs confirmation anyway is left to the confirmation policy, so the user is
+asked once.
 """
 
 from __future__ import annotations
@@ -122,6 +123,19 @@ def found_out(spec: ToolSpec, run: RunView, lexicon: Lexicon = ENGLISH) -> bool:
     return False
 
 
+def _denied_before(call: ToolCall, run: RunView) -> bool:
+    """Whether this exact call was denied confirmation before this run started (a parent's steps)."""
+    key = call.key()
+    mine = {id(s) for s in run.steps}
+    for step in run.gate_history:
+        if id(step) in mine or not isinstance(step.action, ToolCallAction):
+            continue
+        for c, r in zip(step.action.calls, step.results):
+            if c.key() == key and r.error is not None and r.error.code == "confirmation_denied":
+                return True
+    return False
+
+
 class ScopeGuard(BasePolicy):
     """Hold a setting call that nothing grounding names, once the run has made an asked change;
     sent again, ask the user.
@@ -154,7 +168,11 @@ class ScopeGuard(BasePolicy):
         return None
 
     async def before_call(self, call: ToolCall, spec: ToolSpec, batch: Sequence[ToolCall], run: RunView) -> CallDecision:
-        if not self._acted or not is_setting(spec):
+        if not is_setting(spec):
+            return ALLOW
+        if _denied_before(call, run):  # the user's no stands for a sub-agent too, whatever its instruction names
+            return self._answer(call, False, "the user said no to this call earlier in this request")
+        if not self._acted:
             return ALLOW
         if not out_of_scope(spec, grounding(run, self.lexicon), self.lexicon) or found_out(spec, run, self.lexicon):
             return ALLOW
