@@ -164,6 +164,11 @@ class TraceTail:
                     continue
                 self.log.append(str(kind), text)
 
+    async def catch_up(self) -> None:
+        """Read what the file holds now (before a service event that must come after it)."""
+        if self._lock is not None:
+            await self._read()
+
     async def drain(self) -> None:
         """Stop following after reading everything the file holds now."""
         if self._task is not None:

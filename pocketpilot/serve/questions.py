@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -136,8 +137,16 @@ class ServeConfirmation:
         self._board, self.timeout_s = board, timeout_s
         self.turn = 0
         """The run asking (set by the session as each run starts)."""
+        self.catch_up: Callable[[], Awaitable[None]] | None = None
+        """Brings the stream up to the trace file (set by the session)."""
 
     async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
-        """Post the question and wait for the answer (or the timeout)."""
+        """Post the question and wait for the answer (or the timeout).
+
+        The trace's records so far go to the stream first: a client sees the step before the
+        question that follows it, never the other way round.
+        """
+        if self.catch_up is not None:
+            await self.catch_up()
         allowed, self.reason = await self._board.confirm(call, spec, self.turn, self.timeout_s)
         return allowed

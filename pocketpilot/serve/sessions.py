@@ -161,6 +161,11 @@ class ServeSession:
         if self._tail is not None:
             self._tail.poke()
 
+    async def catch_up(self) -> None:
+        """Put the run's trace lines written so far into the stream (before a question)."""
+        if self._tail is not None:
+            await self._tail.catch_up()
+
     # ------------------------------------------------------------------ driving it
 
     def holds(self, key: str | None) -> bool:
@@ -356,6 +361,7 @@ class SessionRegistry:
                                    lock=self._locks.setdefault(device.key, asyncio.Lock()))
             harness.observer = session
             harness.on_step = session.on_step
+            confirm.catch_up = session.catch_up
         except BaseException:
             await device.aclose()
             raise

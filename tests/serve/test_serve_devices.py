@@ -120,3 +120,35 @@ async def test_a_planner_that_fails_to_load_is_an_error_event_and_the_session_st
     rest = await sse(served.client, f"/v1/sessions/{sid}/events", served.auth(key), until=kind("end"),
                      last_id=got[-1].id)
     assert rest[-1].data["stop_reason"] == "finish"
+
+
+async def test_a_session_on_an_mcp_server_the_service_was_given(make_server) -> None:  # type: ignore[no-untyped-def]
+    import sys
+    from pathlib import Path
+
+    from pocketpilot.serve import DeviceOpener
+
+    fixture = Path(__file__).resolve().parents[1] / "executor" / "mcp_fixture_server.py"
+    opener = DeviceOpener({"fixture": [sys.executable, str(fixture), "stdio"]})
+    script = [{"kind": "tool_call", "calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
+              {"kind": "tool_call", "calls": [{"name": "add_note", "arguments": {"text": "hi"}}]},
+              {"kind": "finish", "summary": "done"}]
+    async with make_server(devices=opener) as s:
+        r = await s.client.post("/v1/sessions", json={"owner": "anna", "eta": "none",
+                                                      "device": {"kind": "mcp", "server": "nope"}}, headers=s.auth())
+        assert r.status_code == 422 and "fixture" in r.json()["error"]["message"]  # a name, never a command
+        sid, key = await s.open(script, device={"kind": "mcp", "server": "fixture"})
+        await s.send(sid, key, "add and note")
+        # neither tool carries annotations: MCP's defaults make both destructive, so each asks
+        got = await sse(s.client, f"/v1/sessions/{sid}/events", s.auth(key), until=question)
+        assert got[-1].data["call"] == {"name": "add", "arguments": {"a": 2, "b": 3}}
+        await s.client.post(f"/v1/sessions/{sid}/answers", json={"question_id": got[-1].data["id"], "answer": "allow"},
+                            headers=s.auth(key))
+        more = await sse(s.client, f"/v1/sessions/{sid}/events", s.auth(key), until=question, last_id=got[-1].id)
+        assert next(e.data["step"] for e in more if e.event == "step")["results"][0]["data"] == {"result": 5}
+        assert more[-1].data["call"]["name"] == "add_note"
+        await s.client.post(f"/v1/sessions/{sid}/answers", json={"question_id": more[-1].data["id"], "answer": "deny"},
+                            headers=s.auth(key))
+        rest = await sse(s.client, f"/v1/sessions/{sid}/events", s.auth(key), until=kind("end"), last_id=more[-1].id)
+        assert rest[-1].data["stop_reason"] == "denied"
+        assert (await s.client.delete(f"/v1/sessions/{sid}", headers=s.auth(key))).status_code == 200

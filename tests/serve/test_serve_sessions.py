@@ -121,6 +121,7 @@ async def test_reconnect_with_last_event_id_loses_nothing_and_repeats_nothing(se
     sid, key = await served.open([*READ[:1], *POWER_OFF])
     await served.send(sid, key, "read, then turn it off")
     first = await sse(served.client, events_path(sid), served.auth(key), until=question)  # hang up mid-run
+    assert [e.event for e in first].count("step") == 1  # the read's step comes before the question after it
     await served.client.post(f"/v1/sessions/{sid}/answers", json={"question_id": first[-1].data["id"],
                                                                    "answer": "allow"}, headers=served.auth(key))
     # a second hang-up in between, right after the first event it gets
