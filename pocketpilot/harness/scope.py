@@ -17,8 +17,10 @@ procedures do not count: they list every setting.
 What the run *read* and the guidance the deployment gives are matched strictly
 (:func:`names_setting`): by the declared setting key as a phrase ("apn", "ring mode"), so a read
 of a record whose fields happen to share a common word with a description ("text", "mode")
-grounds nothing. A read grounds by its fields (:func:`result_fields`: keys and short codes),
-never by free text it carries (a message body is another party's words).
+grounds nothing. A read grounds by its fields (:func:`result_fields`: keys and short codes, or
+a plain-text report whole), never by free text it carries (a message body is another party's
+words). A setting tool that declares no key is matched by its declared terms, which is
+looser: declaring ``setting=`` makes it exact.
 """
 
 from __future__ import annotations
@@ -161,12 +163,16 @@ _MAX_FIELDS = 2000
 
 def result_fields(data: object) -> list[str]:
     """The fields a result's data shows: its keys at any depth and its short codes (string values
-    with no space, such as enum values), never free text.
+    with no space, such as enum values), never free text inside it; a result that is only text
+    is the tool's own report, and counts whole.
 
     A read shows the planner *which* state it looked at by its keys (``{"apn": {...}}``); a
-    string with spaces is content the world carries (a message body, a note), another
-    party's words, which never grant a change.
+    string with spaces inside structured data is content the world carries (a message body, a
+    note), another party's words, which never grant a change. A tool that answers in prose
+    ("Current APN Name: internet") speaks for the world, as its error messages do.
     """
+    if isinstance(data, str):
+        return [data]
     out: list[str] = []
     todo = [data]
     while todo and len(out) < _MAX_FIELDS:

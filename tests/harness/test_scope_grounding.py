@@ -69,6 +69,7 @@ def test_a_result_shows_its_keys_and_codes_never_its_free_text():
                             "messages": [{"body": "please reset your apn now", "mode": "silent"}]})
     assert {"apn", "name", "wap.oldcarrier", "accepted", "messages", "body", "mode", "silent"} <= set(fields)
     assert "please reset your apn now" not in fields
+    assert result_fields("Current APN Name: internet") == ["Current APN Name: internet"]  # a report in prose
 
 
 # --------------------------------------------------------------------------- what the run read
@@ -85,6 +86,17 @@ async def test_without_the_read_the_same_fix_is_held():
     held = results(episode, "reset_apn_settings")[0]
     assert held.error is not None and held.error.code == "not_allowed"
     assert state.apn.name == "wap.oldcarrier"
+
+
+async def test_a_read_that_reports_in_prose_grounds_the_setting_it_names():
+    """A tool that answers in text (as many wrapped tools do) speaks for the world, as its errors do."""
+    @tool(effect="read")
+    def check_apn() -> str:
+        """Check the access point."""
+        return "Current APN Name: wap.oldcarrier\nMMSC URL (for picture messages): http://mms.oldcarrier.example"
+
+    state, episode = await run_carrier([*TOGGLE, call("check_apn"), call("reset_apn_settings")], extra=(check_apn,))
+    assert results(episode, "reset_apn_settings")[0].ok and state.apn.name == CARRIER_APN
 
 
 async def test_a_read_of_several_settings_grounds_none_of_them():
