@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .app import SESSION_KEY_HEADER, create_app
 from .auth import check_bind, is_loopback, load_or_create_token
-from .devices import AdbDevice, DeviceOpener, McpDevice, OpenedDevice, SandboxDevice
+from .devices import AdbDevice, DeviceOpener, McpDevice, OpenedDevice, SandboxDevice, SimPhoneDevice
 from .errors import ServeError
 from .questions import Answer, Question, ServeConfirmation
 from .sessions import MemoryBinding, RequestBody, ServeConfig, SessionCreate, SessionRegistry, SessionStatus
@@ -32,6 +32,7 @@ __all__ = [
     "SessionCreate",
     "SessionRegistry",
     "SessionStatus",
+    "SimPhoneDevice",
     "check_bind",
     "create_app",
     "is_loopback",

@@ -54,6 +54,7 @@ _PAGE = r"""<!doctype html>
   <label>Owner <input type="text" id="owner" value="me" size="8"></label><br>
   <label><input type="radio" name="device" value="sandbox" checked> sandbox</label>
   <label>apps <input type="text" id="apps" placeholder="everyday apps" size="22"></label>
+  <label><input type="radio" name="device" value="simphone"> simulated phone</label>
   <label><input type="radio" name="device" value="adb"> adb serial <input type="text" id="serial" size="14"></label>
   <label><input type="radio" name="device" value="mcp"> MCP server <input type="text" id="mcp" size="8"></label>
   <button id="open" class="primary">Open session</button>
@@ -248,7 +249,7 @@ $("open").addEventListener("click", async () => {
     const apps = $("apps").value.split(",").map((a) => a.trim()).filter(Boolean);
     if (apps.length) device.apps = apps;
   } else if (kind === "adb") device.serial = $("serial").value.trim();
-  else device.server = $("mcp").value.trim();
+  else if (kind === "mcp") device.server = $("mcp").value.trim();
   try {
     S.key = null;
     const made = await api("POST", "/v1/sessions", { owner: $("owner").value.trim() || "me", device });

@@ -1,5 +1,5 @@
-"""The phones a session can drive: the sandbox, an adb serial (a real or simulated phone), or
-the tools of an MCP server the service was started with.
+"""The phones a session can drive: the sandbox, the simulated phone, an adb serial, or the
+tools of an MCP server the service was started with.
 
 A client names a device; it never names a program to start. MCP servers are commands the
 user gave ``pocketpilot serve`` (``--mcp NAME=CMD``), picked by name: a token that may drive
@@ -14,6 +14,7 @@ import shlex
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import UsageError
 from ..executor.base import Executor
 
-__all__ = ["AdbDevice", "DeviceOpener", "DeviceSpec", "McpDevice", "OpenedDevice", "SandboxDevice"]
+__all__ = ["AdbDevice", "DeviceOpener", "DeviceSpec", "McpDevice", "OpenedDevice", "SandboxDevice", "SimPhoneDevice"]
 
 
 class _Spec(BaseModel):
@@ -43,6 +44,12 @@ class AdbDevice(_Spec):
     serial: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:\-\[\]]+$")
 
 
+class SimPhoneDevice(_Spec):
+    """The simulated phone started by ``pocketpilot simphone start`` (real adb protocol, sandbox state)."""
+
+    kind: Literal["simphone"] = "simphone"
+
+
 class McpDevice(_Spec):
     """The tools of an MCP server named when the service started (``--mcp NAME=CMD``)."""
 
@@ -50,7 +57,7 @@ class McpDevice(_Spec):
     server: str = Field(min_length=1, max_length=64)
 
 
-DeviceSpec = Annotated[SandboxDevice | AdbDevice | McpDevice, Field(discriminator="kind")]
+DeviceSpec = Annotated[SandboxDevice | AdbDevice | SimPhoneDevice | McpDevice, Field(discriminator="kind")]
 
 
 @dataclass
@@ -77,9 +84,12 @@ DeviceFactory = Callable[[Any], Awaitable[OpenedDevice]]
 class DeviceOpener:
     """Opens the devices of :data:`DeviceSpec`."""
 
-    def __init__(self, mcp_servers: Mapping[str, Sequence[str]] | None = None, adb_port: int | None = None) -> None:
+    def __init__(self, mcp_servers: Mapping[str, Sequence[str]] | None = None, adb_port: int | None = None,
+                 simphone_dir: Path | None = None) -> None:
         self.mcp_servers = {k: list(v) for k, v in (mcp_servers or {}).items()}
         self.adb_port = adb_port
+        self.simphone_dir = simphone_dir
+        """Where ``pocketpilot simphone start`` keeps its state (default: the pocketpilot cache)."""
 
     def _adb(self, serial: str) -> Any:
         """An AdbExecutor for ``serial``, checked now (``host:port`` serials are ``adb connect``-ed)."""
@@ -106,6 +116,15 @@ class DeviceOpener:
         if isinstance(spec, AdbDevice):
             adb = await asyncio.to_thread(self._adb, spec.serial)
             return OpenedDevice(adb, f"adb:{spec.serial}", close=adb.aclose)
+        if isinstance(spec, SimPhoneDevice):
+            from ..executor.simphone import simphone_status
+            from ..model_store import pocketpilot_home
+
+            info = simphone_status(self.simphone_dir or pocketpilot_home() / "simphone")
+            if info is None:
+                raise UsageError("no simulated phone is running: start one with `pocketpilot simphone start`")
+            adb = await asyncio.to_thread(self._adb, info.serial)
+            return OpenedDevice(adb, f"adb:{info.serial}", close=adb.aclose)
         if isinstance(spec, McpDevice):
             argv = self.mcp_servers.get(spec.server)
             if argv is None:

@@ -152,3 +152,12 @@ async def test_a_session_on_an_mcp_server_the_service_was_given(make_server) -> 
         rest = await sse(s.client, f"/v1/sessions/{sid}/events", s.auth(key), until=kind("end"), last_id=more[-1].id)
         assert rest[-1].data["stop_reason"] == "denied"
         assert (await s.client.delete(f"/v1/sessions/{sid}", headers=s.auth(key))).status_code == 200
+
+
+async def test_the_simulated_phone_must_be_running(make_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pocketpilot.serve import DeviceOpener
+
+    async with make_server(devices=DeviceOpener(simphone_dir=tmp_path / "simphone")) as s:
+        r = await s.client.post("/v1/sessions", json={"owner": "anna", "device": {"kind": "simphone"}},
+                                headers=s.auth())
+        assert r.status_code == 422 and "pocketpilot simphone start" in r.json()["error"]["message"]
