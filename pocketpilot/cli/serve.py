@@ -76,6 +76,9 @@ class _Planners:
 @click.option("--mcp", "mcp_servers", multiple=True, metavar="NAME=CMD",
               help="An MCP server sessions may pick as their device by NAME (repeatable).")
 @click.option("--adb-port", type=int, default=None, help="adb server port for adb devices.")
+@click.option("--eta", "eta_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="The harness configuration η sessions run under (a file from `pocketpilot adapter compile`; "
+                   "default: the built-in one).")
 @click.option("--script", "script", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Every session replays this JSON list of actions instead of a model (tests, demos).")
 @click.option("--memory", "memory_db", type=click.Path(dir_okay=False), default=None,
@@ -84,7 +87,7 @@ class _Planners:
 @planner_options
 def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | None, insecure_lan: bool,
           token_file: str | None, trace_dir: str | None, confirm_timeout: float, cors_origins: Sequence[str],
-          max_body: int, mcp_servers: Sequence[str], adb_port: int | None, script: str | None,
+          max_body: int, mcp_servers: Sequence[str], adb_port: int | None, eta_file: str | None, script: str | None,
           memory_db: str | None, model: str,
           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Serve sessions on phones to companion apps over HTTP, with steps as Server-Sent Events."""
@@ -96,6 +99,7 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise UsageError("TLS needs both --ssl-certfile and --ssl-keyfile")
     servers = dict(parse_mcp_option(v) for v in mcp_servers)
+    kit = _kit(eta_file)  # a bad η fails before the token, the model or a socket
     token, where = load_or_create_token(Path(token_file) if token_file else None)
     planners: Any
     if script is not None:
@@ -116,7 +120,7 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
                          confirm_timeout_s=confirm_timeout, max_body_bytes=max_body,
                          cors_origins=tuple(cors_origins),
                          default_model=f"script:{Path(script).name}" if script else model)
-    app = create_app(config, planners, token=token, devices=DeviceOpener(servers, adb_port), memory=memory)
+    app = create_app(config, planners, token=token, devices=DeviceOpener(servers, adb_port), memory=memory, kit=kit)
     scheme = "https" if ssl_certfile else "http"
     click.echo(f"pocketpilot serve on {scheme}://{host}:{port} (token in {where}; console at /)", err=True)
     try:
@@ -137,3 +141,13 @@ def _memory(db: str | None) -> Any:
     from ..serve import MemoryBinding
 
     return MemoryBinding(SqliteMemory(db, AccessPolicy(service, admin)), service)
+
+
+def _kit(eta_file: str | None) -> Any:
+    if eta_file is None:
+        return None
+    from ..adapters import load_eta
+    from ..skills import SkillLibrary
+    from ..task_session import HarnessKit
+
+    return HarnessKit(SkillLibrary.builtin(), eta=load_eta(eta_file))

@@ -90,7 +90,7 @@ async def _read_json(request: Request, model: type[M], limit: int) -> M:
 
 
 def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, devices: DeviceFactory | None = None,
-               memory: MemoryBinding | None = None, console: bool = True) -> Starlette:
+               memory: MemoryBinding | None = None, kit: Any = None, console: bool = True) -> Starlette:
     """The service as an ASGI app (uvicorn runs it; tests may too).
 
     Args:
@@ -100,9 +100,11 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
         token: the bearer token every ``/v1`` request must carry.
         devices: opens a session's device (default: sandbox, adb, the configured MCP servers).
         memory: the memory store sessions search, each through its owner's caller.
+        kit: the harness kit under the operator's η (:class:`~pocketpilot.task_session.HarnessKit`;
+            None: the built-in one).
         console: serve the live console page at ``/``.
     """
-    registry = SessionRegistry(config, planners, devices, memory)
+    registry = SessionRegistry(config, planners, devices, memory, kit)
     limit = config.max_body_bytes
 
     def session_of(request: Request) -> Any:

@@ -88,8 +88,9 @@ class SessionCreate(BaseModel):
     model: str | None = Field(default=None, max_length=200)
     """A model-store name (None: the service's default)."""
     eta: Literal["default", "none"] = "default"
-    """``default``: the harness's skills, gates, guidance and policies under the built-in η;
-    ``none``: the bare planner with the safety policies (gates, confirmation) only."""
+    """``default``: the harness's skills, gates, guidance and policies under the service's η (the
+    built-in one, or the file the operator gave ``serve --eta``); ``none``: the bare planner with
+    the safety policies (gates, confirmation) only."""
     max_steps: int = Field(default=15, ge=1, le=100)
     confirm_timeout_s: float | None = Field(default=None, gt=0, le=3600)
     """Shorter than the service's timeout only (a client cannot make a question wait longer)."""
@@ -300,15 +301,17 @@ class SessionRegistry:
     """The service's sessions, their devices' run queues, and the planners they share."""
 
     def __init__(self, config: ServeConfig, planners: PlannerFactory, devices: DeviceFactory | None = None,
-                 memory: MemoryBinding | None = None) -> None:
+                 memory: MemoryBinding | None = None, kit: Any = None) -> None:
         self.config = config
         self._planners = planners
         self._devices = devices or DeviceOpener()
         self._memory = memory
+        self._kit: Any = kit
+        """The harness kit (skills, gates, η) of ``eta: default`` sessions; None: the built-in one, loaded
+        at the first such session. The operator picks η (``serve --eta FILE``); a client only opts out."""
         self._sessions: dict[str, ServeSession] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._opened_planners: dict[int, Planner] = {}
-        self._kit: Any = None
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -26,11 +26,12 @@ from pocketpilot.serve.devices import DeviceFactory
 def make_server(tmp_path: Path) -> Callable[..., Any]:
     """An async context factory: ``async with make_server(**config) as served``."""
     @contextlib.asynccontextmanager
-    async def start(devices: DeviceFactory | None = None, memory: Any = None, **config: Any) -> AsyncIterator[Served]:
+    async def start(devices: DeviceFactory | None = None, memory: Any = None, kit: Any = None,
+                    **config: Any) -> AsyncIterator[Served]:
         scripts = Scripts()
         trace_dir = tmp_path / "traces"
         app = create_app(ServeConfig(trace_dir=trace_dir, **config), scripts, token=TOKEN, devices=devices,
-                         memory=memory)
+                         memory=memory, kit=kit)
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                                timeout_graceful_shutdown=2, lifespan="on"))

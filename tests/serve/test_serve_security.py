@@ -54,6 +54,14 @@ def test_serve_refuses_a_lan_host_before_starting_anything(tmp_path: Path) -> No
     assert not token.exists()  # refused before the token, the model or a socket
 
 
+def test_serve_refuses_a_bad_eta_file_before_starting_anything(tmp_path: Path) -> None:
+    token, eta = tmp_path / "token", tmp_path / "eta.json"
+    eta.write_text("{not an eta")
+    result = CliRunner().invoke(cli, ["serve", "--eta", str(eta), "--token-file", str(token), "--no-pull"])
+    assert result.exit_code == 2 and "eta.json" in result.output and "Traceback" not in result.output
+    assert not token.exists()
+
+
 def test_trace_names_never_leave_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "traces" / "s1"
     folder.mkdir(parents=True)

@@ -278,3 +278,19 @@ async def test_a_model_the_store_does_not_know_is_the_clients_error(make_server)
         r = await s.client.post("/v1/sessions", json={"owner": "anna", "model": "gpt-17"}, headers=s.auth())
         assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_model" and "gpt-17" in r.text
         assert len(s.app.state.registry) == 0
+
+
+async def test_sessions_run_under_the_eta_the_operator_gave(make_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pocketpilot.adapters import compile_eta, load_eta, sandbox_tool_apps, save_eta
+    from pocketpilot.skills import SkillLibrary
+    from pocketpilot.task_session import HarnessKit
+
+    library = SkillLibrary.builtin()
+    tools, apps = sandbox_tool_apps()
+    eta = compile_eta(tools, library, apps=apps, strict=True)
+    kit = HarnessKit(library, eta=load_eta(save_eta(eta, tmp_path / "eta.json")))
+    async with make_server(kit=kit) as s:
+        sid, key = await s.open(READ, eta="default")
+        await s.send(sid, key, "what phone is this?")
+        got = await sse(s.client, events_path(sid), s.auth(key), until=kind("end"))
+        assert next(e.data["header"] for e in got if e.event == "header")["eta_version"] == eta.version
