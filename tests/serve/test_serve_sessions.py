@@ -294,3 +294,20 @@ async def test_sessions_run_under_the_eta_the_operator_gave(make_server, tmp_pat
         await s.send(sid, key, "what phone is this?")
         got = await sse(s.client, events_path(sid), s.auth(key), until=kind("end"))
         assert next(e.data["header"] for e in got if e.event == "header")["eta_version"] == eta.version
+
+
+async def test_a_sub_agent_asks_the_same_client_and_its_denial_stops_the_run(served: Served) -> None:
+    sid, key = await served.open([
+        {"kind": "delegate", "instruction": "power the phone off", "tools": ["power_off"]},
+        {"kind": "tool_call", "calls": [{"name": "power_off", "arguments": {}}]},  # the sub-agent's step
+        {"kind": "finish", "summary": "done"},
+        {"kind": "finish", "summary": "done"},
+    ])
+    await served.send(sid, key, "hand the power-off to a helper")
+    got = await sse(served.client, events_path(sid), served.auth(key), until=question)
+    assert got[-1].data["call"]["name"] == "power_off"
+    await served.client.post(f"/v1/sessions/{sid}/answers", json={"question_id": got[-1].data["id"], "answer": "deny"},
+                             headers=served.auth(key))
+    rest = await sse(served.client, events_path(sid), served.auth(key), until=kind("end"), last_id=got[-1].id)
+    assert rest[-1].data["stop_reason"] == "denied"
+    assert served.phone(sid).state.device.powered_on
