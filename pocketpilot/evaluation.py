@@ -258,8 +258,9 @@ async def run_task(
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
         prior_budget: Token budget of the earlier conversation (bare mode).
         on_step: Called with each step as it is recorded (the CLI prints it).
-        confirm: Who approves calls that need confirmation; default allow all (the sandbox is
-            disposable and tasks judge those calls themselves), the CLI asks its user.
+        confirm: Who answers the harness's questions; default
+            :class:`~pocketpilot.task_session.TaskUser` (yes to the confirmations the request
+            implies, no to a change it does not name), the CLI asks its user.
         observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
         settings: The caller's settings over the task's own (guidance, context budgets, steps).
     """

@@ -30,9 +30,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from .contracts import Episode, RetrievedMemory, Step, ToolSpec
+from .contracts import Episode, RetrievedMemory, Step, ToolCall, ToolSpec
 from .harness import (
-    AllowAll,
     ConfirmationPolicy,
     ContextBudget,
     HarnessConfig,
@@ -53,6 +52,7 @@ __all__ = [
     "HarnessKit",
     "Mode",
     "RunSettings",
+    "TaskUser",
     "device_clock",
     "load_harness_kit",
     "recall_guidance",
@@ -238,6 +238,24 @@ def device_clock(now: datetime) -> str:
     return f"On the device it is now {now.strftime('%A %Y-%m-%d %H:%M')} (tomorrow is {(now + timedelta(days=1)).date()})."
 
 
+class TaskUser:
+    """The user a task stands for, answering the harness's questions in a task run.
+
+    A task's request says everything its user wants done. The calls it asks for that need
+    confirmation by their declaration (a send, a purchase, a power-off) are the ones its
+    criteria judge, so those are allowed, as a disposable world can afford. Any other question
+    reaches the user only because a policy held a call nothing in the run grounds (the scope
+    guard asks when the planner sends such a call again): the request already gave that answer,
+    no. Answering yes to everything would let the held walk through on the second try.
+    """
+
+    reason = "the task's user: yes to the confirmations its request implies, no to changes it does not name"
+
+    async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
+        """Whether ``spec`` (the call's effective semantics) is one that needs confirmation."""
+        return spec.needs_confirmation
+
+
 async def run_task_session(
     task: TaskSpec,
     planner: Planner,
@@ -265,15 +283,15 @@ async def run_task_session(
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
         prior_budget: Token budget of the earlier conversation (bare mode).
         on_step: Called with each step as it is recorded.
-        confirm: Who approves calls that need confirmation; default allow all (the world is
-            disposable and tasks judge those calls themselves); the CLI asks its user.
+        confirm: Who answers the harness's questions; default :class:`TaskUser` (the world is
+            disposable and tasks judge the calls they ask for themselves); the CLI asks its user.
         observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
         settings: The caller's settings over the task's (guidance, budgets, steps).
 
     Returns:
         The verified episode and the path of its trace (None: no trace written).
     """
-    confirm = confirm or AllowAll()
+    confirm = confirm or TaskUser()
     policy = task_guidance(task, settings)
     cfg = config or task_config(task, settings)
     run = prepare(task, memory=mode == "harness", embedder=embedder)
