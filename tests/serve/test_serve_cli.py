@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import stat
 import subprocess
 import sys
@@ -60,3 +61,59 @@ def test_serve_runs_a_session_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
     assert proc.returncode in (0, 130, -signal.SIGINT)
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+@pytest.mark.slow
+def test_serve_speaks_tls_when_given_a_certificate(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"kind": "finish", "summary": "ok"}]))
+    port, trusted = free_port(), ssl.create_default_context(cafile=str(cert))
+    proc = subprocess.Popen([sys.executable, "-m", "pocketpilot", "serve", "--port", str(port), "--ssl-certfile",
+                             str(cert), "--ssl-keyfile", str(key), "--token-file", str(tmp_path / "token"),
+                             "--trace-dir", str(tmp_path / "traces"), "--script", str(script)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                r = httpx.get(f"https://127.0.0.1:{port}/openapi.json", verify=trusted, timeout=1)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        assert r.status_code == 200 and r.json()["openapi"].startswith("3.1")
+        with pytest.raises(httpx.TransportError):  # no plain HTTP beside it
+            httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
