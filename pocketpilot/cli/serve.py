@@ -48,7 +48,11 @@ class _Planners:
 
     def __call__(self, model: str) -> Any:
         if model not in self._built:
-            if self._endpoint is None and not model.endswith(".gguf"):
+            if self._endpoint is None and (model.endswith(".gguf") or "/" in model or os.sep in model):
+                # a client names a model of the catalogue; which files load is the operator's choice
+                raise UsageError(f"model {model!r}: a session names a catalogue model, not a file "
+                                 "(the operator serves a file with `serve --model PATH`)")
+            if self._endpoint is None:
                 store = ModelStore()
                 if not store.is_installed(store.lookup(model)):  # no download inside a request
                     raise UsageError(f"model {model!r} is not installed: pocketpilot models pull {model}")

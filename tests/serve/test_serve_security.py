@@ -134,3 +134,12 @@ def test_no_token_file_is_world_readable_by_default_umask(tmp_path: Path) -> Non
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "t").stat().st_mode) == 0o600
+
+
+def test_a_client_cannot_make_the_service_load_a_file(tmp_path: Path) -> None:
+    from pocketpilot.cli.serve import _Planners
+
+    planners = _Planners("qwen2.5-coder-0.5b", None, 0.0, 64, None)  # type: ignore[arg-type]
+    for name in ("/etc/passwd.gguf", "../models/x.gguf", str(tmp_path / "model.gguf"), "sub/dir"):
+        with pytest.raises(UsageError, match="catalogue model"):
+            planners(name)
