@@ -266,11 +266,12 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
 
 @click.command("demo")
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None)
+@click.option("--yes", is_flag=True, help="Allow the power-off without asking (without a terminal it is denied).")
 @planner_options
-def demo(trace_dir: str | None, model: str, endpoint: str | None, temperature: float, max_new_tokens: int,
-         pull: bool) -> None:
+def demo(trace_dir: str | None, yes: bool, model: str, endpoint: str | None, temperature: float,
+         max_new_tokens: int, pull: bool) -> None:
     """The embedded default: the bundled planner runs a multi-step task on the sandbox phone."""
     task = _suite_task(DEMO_TASK)
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull)
     # asks before power off like any run: on a terminal the user answers, without one it is denied
-    _execute(None, task, planner, False, None, Path(trace_dir or pocketpilot_home() / "traces"))
+    _execute(None, task, planner, yes, None, Path(trace_dir or pocketpilot_home() / "traces"))

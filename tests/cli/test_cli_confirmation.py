@@ -61,3 +61,27 @@ def test_the_demo_asks_instead_of_allowing_all(monkeypatch: pytest.MonkeyPatch) 
     CliRunner().invoke(cli, ["demo"])
     assert seen["task"] == run_module.DEMO_TASK
     assert not asyncio.run(seen["confirm"](ToolCall(name="power_off"), POWER_OFF))  # no terminal here: denied
+
+
+def test_the_demo_allows_the_power_off_only_with_yes(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+
+    class Planner:
+        info = type("Info", (), {"backend": "fake", "model": "fake"})()
+
+        async def load(self) -> None:
+            return None
+
+        async def aclose(self) -> None:
+            return None
+
+    async def fake_run_task_session(task: Any, planner: Any, **kw: Any) -> Any:
+        seen.append(kw["confirm"])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(run_module, "build_planner", lambda *a, **k: Planner())
+    monkeypatch.setattr(run_module, "run_task_session", fake_run_task_session)
+    CliRunner().invoke(cli, ["demo", "--yes"])
+    CliRunner().invoke(cli, ["demo"])
+    allowed, asked = (asyncio.run(policy(ToolCall(name="power_off"), POWER_OFF)) for policy in seen)
+    assert allowed and not asked
