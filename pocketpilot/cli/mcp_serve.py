@@ -67,7 +67,7 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str,
         raise UsageError("pocketpilot mcp serve needs the mcp extra: pip install 'pocketpilot[mcp]'") from exc
     chosen = [a.strip() for a in apps.split(",") if a.strip()] if apps else None
     executor, evidence = _device(device, chosen)
-    tools = [t.name for t in executor.tools()]
+    tools = executor.tools()  # specs: skills and notes attach by each tool's declared world
     kwargs: dict[str, Any] = {}
     if eta == "default":
         from ..task_session import load_harness_kit

@@ -142,9 +142,10 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
         raise UsageError("give a REQUEST, --task FILE or --task-id ID")
     extra: dict[str, Any]
     if device is not None:
-        # A device exposes other tools and no sandbox state to verify: skills' gates still apply.
+        # A device exposes other tools and no sandbox state to verify: the gates of the skills
+        # written for its tools' declared world still apply.
         executor: Executor = device
-        extra = {"gates": kit.gates_for([t.name for t in device.tools()]),
+        extra = {"gates": kit.gates_for(device.tools()),
                  "policies": kit.eta.build_policies() if kit.eta is not None else None}
     else:
         phone = SandboxPhone()

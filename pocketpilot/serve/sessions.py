@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contracts import Episode, Step
+from ..contracts import Episode, Step, ToolSpec
 from ..errors import ModelStoreError, PocketPilotError
 from ..harness import HarnessConfig, Planner, Session, safety_policies
 from ..harness.observer import RunEvent
@@ -316,7 +316,7 @@ class SessionRegistry:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    async def _harness_kwargs(self, spec: SessionCreate, tools: list[str], memory: bool) -> dict[str, Any]:
+    async def _harness_kwargs(self, spec: SessionCreate, tools: list[ToolSpec], memory: bool) -> dict[str, Any]:
         if spec.eta == "none":
             return {"policies": safety_policies()}
         if self._kit is None:
@@ -343,7 +343,7 @@ class SessionRegistry:
             log = EventLog()
             board = QuestionBoard(log)
             timeout = min(spec.confirm_timeout_s or self.config.confirm_timeout_s, self.config.confirm_timeout_s)
-            tools = [t.name for t in device.executor.tools()]
+            tools = device.executor.tools()  # specs: skills and notes attach by each tool's declared world
             memory = None
             if self._memory is not None:
                 from ..memory import Caller, SessionMemory

@@ -40,6 +40,7 @@ from ...errors import (
     ToolFailure,
     UnknownDeviceError,
 )
+from ..sandbox.phone import SANDBOX_WORLD
 from ..tools import Tool, ToolRegistry, tool
 from ._errors import DeviceOutputError, adb_errors
 from .devices import connect_device, is_network_serial, list_devices
@@ -163,6 +164,9 @@ class AdbExecutor:
         self._needs_reconnect = False
         self._device_lock = threading.RLock()  # one device call at a time, across worker threads
         self._registry = ToolRegistry.from_object(self)
+        for name in self._registry.names():  # the phone's tool contract, as the sandbox simulates it
+            bound = self._registry[name]
+            bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD})
         self.ui_effects = ui_effects or UiEffectClassifier()
         self._classified: dict[str, ToolEffect] = {}
         """What effect_of told the harness per call key, checked again when the call runs."""
