@@ -14,7 +14,7 @@ DEV    := $(VENV)/.dev-$(HASH)
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=OFF
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: demo test install install-dev clean-venv
+.PHONY: demo check test install install-dev clean-venv
 
 # The default install: what an app embedding the SDK gets (no torch).
 $(BASE): pyproject.toml Makefile
@@ -51,14 +51,23 @@ demo: $(BASE)
 	$(VENV)/bin/pocketpilot models pull default
 	$(VENV)/bin/pocketpilot demo
 
-test: $(DEV)
+# The fast loop (about two minutes on two cores): lint, then every test that needs no model, no
+# network and no long run, spread over the cores (a file's tests stay on one worker: they share
+# module fixtures). `make test` runs it, then the rest.
+FAST := not slow and not network and not model
+
+check: $(DEV)
 	$(BYTECODE)
+	$(VENV)/bin/ruff check pocketpilot tests
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile -m "$(FAST)" --durations=15
+
+test: check
 	$(VENV)/bin/pocketpilot models pull qwen2.5-coder-0.5b
 # headless Chromium renders the HTML replay in its test (Debian's package; root on CI)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 # ... and the serve console's Selenium test drives it through Debian's chromium-driver
 	command -v chromedriver >/dev/null || (apt-get update && apt-get install -y chromium-driver)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 -m "not ($(FAST))"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -90,7 +90,8 @@ def still_valid(done: dict[tuple[str, str], TaskOutcome], tasks: Sequence[Any],
     """The recorded outcomes a resumed run may keep: of a selected task and mode, and of the task
     as it is now. A task edited or regenerated since it ran (same id, other content) runs again,
     so one report never mixes two versions of a task. An outcome from a log older than the
-    recorded digest is kept: nothing says it differs."""
+    recorded digest is kept: nothing says it differs.
+    """
     current = {t.id: t.digest() for t in tasks}
     kept: dict[tuple[str, str], TaskOutcome] = {}
     for (task_id, mode), outcome in done.items():

@@ -105,7 +105,8 @@ class TemplateError(ContractError):
 
 class WorldError(TaskSpecError):
     """A task's world does not build: a module that does not import, a state model that rejects
-    the initial state, a tool whose declared semantics do not fit its signature."""
+    the initial state, a tool whose declared semantics do not fit its signature.
+    """
 
 
 class ModelStoreError(PocketPilotError):

@@ -15,7 +15,8 @@ same information, so the difference is the harness's lift:
   :mod:`pocketpilot.harness.policies`), the same set ``pocketpilot run`` and the library use.
 - ``bare``: the task's memories replayed as raw earlier conversation (oldest dropped first
   over budget) and every exposed tool with its schema; no retrieval, no skills, no guidance,
-  no gates, and only the safety policies (confirmation). Sub-agents (``delegate``) are part of the action vocabulary in both modes.
+  no gates, and only the safety policies (confirmation). Sub-agents (``delegate``) are part of the action
+  vocabulary in both modes.
 
 One planner instance serves the whole suite (loading a GGUF costs seconds); each task gets a
 fresh world (the sandbox phone, or the one its file brings), its own exposed tools, its own
@@ -184,7 +185,8 @@ class BenchReport(BaseModel):
 
     def markdown(self) -> str:
         """Per group: success, mean steps, output tokens and wall time of each run, and the lift;
-        then success per domain, where the tasks name one (a calibration reads difficulty there)."""
+        then success per domain, where the tasks name one (a calibration reads difficulty there).
+        """
         tables = [self._table("group")]
         if any(o.domain for r in self.runs.values() for o in r.outcomes):
             tables.append(self._table("domain", brief=True))

@@ -65,7 +65,8 @@ def require_otel(*, sdk: bool = True) -> None:
 
 def _provider_name(backend: str) -> str:
     """``gen_ai.provider.name``: the backend kind (``llama_cpp``, ``openai_compat``...); an
-    endpoint's address goes in ``server.address``, not in the name."""
+    endpoint's address goes in ``server.address``, not in the name.
+    """
     return backend.split(":", 1)[0].replace(".", "_").replace("-", "_")
 
 

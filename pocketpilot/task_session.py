@@ -40,9 +40,9 @@ from .harness import (
     SkillStore,
     safety_policies,
 )
-from .skills.base import ToolGate
 from .harness.observer import RunObserver
 from .memory import Embedder
+from .skills.base import ToolGate
 from .tasks import TaskSpec, prepare
 from .tasks.memory_seed import prior_conversation
 
@@ -84,7 +84,8 @@ class RunSettings:
 
 def task_config(task: TaskSpec, settings: RunSettings | None = None) -> HarnessConfig:
     """The harness configuration a task runs under: steps and context budgets, the caller's
-    settings over the task's (its folder's defaults already merged in by the loader)."""
+    settings over the task's (its folder's defaults already merged in by the loader).
+    """
     settings = settings or RunSettings()
     return HarnessConfig(max_steps=settings.max_steps or task.max_steps,
                          budget=ContextBudget(**{**task.budget, **settings.budget}))

@@ -162,7 +162,8 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[Episode, bool]:
             else:
                 raise TraceError(f"{p}:{number}: unknown record type {kind!r}")
         except (ValidationError, KeyError, AttributeError) as exc:
-            raise TraceError(f"{p}:{number}: malformed {record.get('type', 'record') if isinstance(record, dict) else 'record'}") from exc
+            what = record.get("type", "record") if isinstance(record, dict) else "record"
+            raise TraceError(f"{p}:{number}: malformed {what}") from exc
     if header is None:
         raise TraceError(f"{p}: no header record (not a pocketpilot trace)")
     stop: StopReason | None = end.get("stop_reason") if end else None
@@ -272,11 +273,11 @@ def episode_to_openai(episode: Episode) -> list[dict[str, Any]]:
                 "content": None,
                 "tool_calls": [
                     {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                    for cid, (name, args) in zip(ids, calls)
+                    for cid, (name, args) in zip(ids, calls, strict=True)
                 ],
             }
         )
-        answered = list(zip(ids, step.results))
+        answered = list(zip(ids, step.results, strict=False))
         for i, (cid, result) in enumerate(answered):
             body = _result_body(result)
             if i == len(answered) - 1 and step.notices:

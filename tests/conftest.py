@@ -6,10 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+from leftovers import MARK, kill, mark_environment, wait_for_leftovers
 
 from pocketpilot.model_store import ModelStore
-
-from leftovers import kill, mark_environment, wait_for_leftovers
 
 TEST_MODEL = os.environ.get("POCKETPILOT_TEST_MODEL", "qwen2.5-coder-0.5b")
 
@@ -27,7 +26,35 @@ def test_gguf() -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        # an xdist worker: a marker of its own (its children inherit it), checked by itself below,
+        # since the controller and the other workers carry the run's marker too
+        os.environ.pop(MARK, None)
     config.stash[_RUN] = mark_environment()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that loads the test planner model is marked ``model`` (``-m "not model"`` leaves it out)."""
+    for item in items:
+        if "test_gguf" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.model)
+
+
+def _parallel(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_leftovers_in_this_worker(request: pytest.FixtureRequest):
+    """Under xdist each worker checks what its own tests left (after every other session fixture's teardown)."""
+    yield
+    if not hasattr(request.config, "workerinput") or not Path("/proc").is_dir():
+        return
+    left = wait_for_leftovers(request.config.stash[_RUN], grace_s=10)
+    if left:
+        kill(left)
+        pytest.fail(f"{len(left)} process(es) started by this test run are still running: "
+                    + "; ".join(f"pid {pid}: {cmd[:200]}" for pid, cmd in left))
 
 
 _RUN = pytest.StashKey[str]()
@@ -36,8 +63,8 @@ _RUN = pytest.StashKey[str]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run if a test left a process running (an adb server, a llama server, a phone)."""
-    if not Path("/proc").is_dir():
-        return
+    if not Path("/proc").is_dir() or _parallel(session.config) or hasattr(session.config, "workerinput"):
+        return  # under xdist the workers check (their processes carry the run's marker)
     left = wait_for_leftovers(session.config.stash[_RUN], grace_s=10)
     if not left:
         return

@@ -1,9 +1,9 @@
 """Adapter-specific refinements of :class:`~pocketpilot.errors.ContractError`::
 
-    ContractError (ValueError)
-    └── EtaError                    an η file or value that cannot be used
-        ├── EtaIntegrityError       a stored η whose content does not hash to its recorded version
-        └── RevisionError           a revision that fails its rule checks (stale base, bad op)
+ContractError (ValueError)
+└── EtaError                    an η file or value that cannot be used
+├── EtaIntegrityError       a stored η whose content does not hash to its recorded version
+└── RevisionError           a revision that fails its rule checks (stale base, bad op)
 """
 
 from __future__ import annotations

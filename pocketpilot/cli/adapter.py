@@ -67,7 +67,7 @@ def show(eta_file: str, as_json: bool) -> None:
 @click.argument("b", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")
 def diff(a: str, b: str, as_json: bool) -> None:
-    """Semantic diff of two η files; exits 1 when they differ (like diff(1))."""
+    """Semantic diff of two η files; exits 1 when they differ (like diff(1))."""  # noqa: D402
     from dataclasses import asdict
 
     from ..adapters import EtaError, diff_eta, load_eta, render_diff

@@ -69,7 +69,8 @@ def select_tasks(
               help="Only these capability groups (repeatable).")
 @click.option("--limit", type=int, default=None, help="At most N tasks (a stated subset).")
 @click.option("--per-group", type=int, default=None, help="Only N evenly spaced tasks of each group (a stratified subset).")
-@click.option("--no-harness", "no_harness", is_flag=True, help="Bare planner: memories as earlier conversation, no skills/retrieval/gates.")
+@click.option("--no-harness", "no_harness", is_flag=True,
+              help="Bare planner: memories as earlier conversation, no skills/retrieval/gates.")
 @click.option("--compare", is_flag=True, help="Run bare and harness on the same tasks and report the lift.")
 @click.option("--embedder/--no-embedder", "use_embedder", default=True, show_default=True,
               help="Hybrid retrieval with the built MiniLM embedder (keyword-only when absent).")

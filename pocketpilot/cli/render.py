@@ -28,7 +28,8 @@ def render_step(step: Step) -> str:
     turn = step.planner
     timing = f"{step.duration_s:.1f}s"
     if turn is not None and turn.prompt_tokens:
-        timing += f", {turn.prompt_tokens_evaluated}/{turn.prompt_tokens} prompt tok evaluated, {turn.completion_tokens} generated"
+        timing += (f", {turn.prompt_tokens_evaluated}/{turn.prompt_tokens} prompt tok evaluated, "
+                   f"{turn.completion_tokens} generated")
     lines = []
     action = step.action
     if action is None:
@@ -62,7 +63,8 @@ def render_verdict(verdict: Verdict | None) -> str:
     if verdict is None:
         return "verdict: none (no verifier for this run)"
     head = f"verdict: {'SUCCESS' if verdict.success else 'FAILURE'} ({verdict.progress:.0%} of criteria met)"
-    marks = [f"  [{'x' if c.passed else ' '}] {c.name}" + (f" — {c.detail}" if c.detail and not c.passed else "") for c in verdict.criteria]
+    marks = [f"  [{'x' if c.passed else ' '}] {c.name}" + (f" — {c.detail}" if c.detail and not c.passed else "")
+             for c in verdict.criteria]
     return "\n".join([head, *marks])
 
 

@@ -31,12 +31,13 @@ def tasks() -> None:
 def generate_cmd(world_ref: str | None, templates_dir: str | None, count: int, seed: int, only: tuple[str, ...],
                  prefix: str, out: str, clean: bool) -> None:
     """Generate tasks, validate each (oracle passes, do-nothing fails, a perturbed oracle fails, no
-    criterion true at the start), and write only those that pass; print drops by check and the time."""
+    criterion true at the start), and write only those that pass; print drops by check and the time.
+    """
     from ..errors import UsageError
+    from ..tasks.gen_world import load_gen_world
     from ..tasks.generate import generate, write_tasks
     from ..tasks.template import load_templates
     from ..tasks.validate import CHECKS
-    from ..tasks.gen_world import load_gen_world
 
     if count < 1:
         raise UsageError("--count must be at least 1")

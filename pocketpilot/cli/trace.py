@@ -1,5 +1,6 @@
 """`pocketpilot trace show FILE` renders a trace readably (or converts it); `trace html FILE`
-writes a self-contained HTML replay of it."""
+writes a self-contained HTML replay of it.
+"""
 
 from __future__ import annotations
 

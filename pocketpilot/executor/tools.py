@@ -349,7 +349,8 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = (), *, concurrent: bool = False) -> None:
         """``concurrent``: whether this world's calls may run at the same time (a batch's calls
         otherwise run one after another, in the batch's order). A world that is not
-        thread-safe, which is most, must not see two calls at once; a tool may override."""
+        thread-safe, which is most, must not see two calls at once; a tool may override.
+        """
         self._tools: dict[str, Tool] = {}
         self.concurrent = concurrent
         self._serial = _PerLoopLock()

@@ -89,7 +89,7 @@ def _call_variants(tools: Sequence[ToolSpec], defs: dict[str, Any], lengths: boo
 def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any],
                       groups: Sequence[Sequence[str]] = (), lengths: bool = False) -> dict[str, Any]:
     variants = _call_variants(tools, defs, lengths)
-    by_name = {spec.name: v for spec, v in zip(tools, variants)}
+    by_name = {spec.name: v for spec, v in zip(tools, variants, strict=True)}
     parts = [[by_name[n] for n in g if n in by_name] for g in groups]
     parts = [p for p in parts if p]
     if len(parts) < 2:

@@ -129,7 +129,8 @@ def content_stems(text: str, lexicon: Lexicon = ENGLISH) -> set[str]:
 
 def declared_terms(spec: ToolSpec, lexicon: Lexicon = ENGLISH) -> frozenset[str]:
     """Stems of the words a tool's declaration uses for what it acts on: its setting key,
-    description and enum values (never its name), without generic words."""
+    description and enum values (never its name), without generic words.
+    """
     return frozenset(_stem(w) for w in _declared_words(spec) if len(w) > 2 and w not in lexicon.generic_words)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import MemoryContentError
@@ -24,13 +24,13 @@ _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 def epoch(value: datetime) -> float:
     """Epoch seconds of an aware datetime (naive means UTC)."""
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 
 def from_epoch(value: float | None) -> datetime | None:
     """Aware UTC datetime from epoch seconds."""
-    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
+    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
 
 
 def check_content(content: object, *, what: str = "content", limit: int = MAX_CONTENT_CHARS) -> str:
@@ -85,7 +85,7 @@ def row_to_item(row: Any) -> MemoryItem:
         importance=importance,
         trust=trust,
         provenance=prov,
-        created_at=from_epoch(created_at) or datetime.now(timezone.utc),
+        created_at=from_epoch(created_at) or datetime.now(UTC),
         state=state,
         due_at=from_epoch(due_at),
         due_condition=due_condition,

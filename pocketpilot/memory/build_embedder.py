@@ -66,7 +66,8 @@ def _sha256(path: Path) -> str:
     """The file's sha256, hashed once per process while the file is unchanged.
 
     A run checks the embedder's manifest three times on its way to a loaded session (the
-    command, the builder, the embedder); each check hashed 150 MB again."""
+    command, the builder, the embedder); each check hashed 150 MB again.
+    """
     st = path.stat()
     return _hashed(str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 

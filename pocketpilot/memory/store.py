@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -259,7 +259,7 @@ class SqliteMemory:
         when = [c.provenance.observed_at.timestamp() for c in candidates]  # type: ignore[union-attr]
         order = sorted(range(len(candidates)), key=when.__getitem__)
         results = self._write_batch(caller, [candidates[i] for i in order], imported=True)
-        by_index = dict(zip(order, results))
+        by_index = dict(zip(order, results, strict=True))
         return [by_index[i] for i in range(len(candidates))]
 
     def _write_batch(self, caller: Caller, candidates: Sequence[MemoryCandidate], *, imported: bool) -> list[WriteResult]:
@@ -336,12 +336,12 @@ class SqliteMemory:
             cand,
             trust=trust,
             content_hash=chash,
-            observed_at=datetime.fromtimestamp(observed, tz=timezone.utc),
+            observed_at=datetime.fromtimestamp(observed, tz=UTC),
             same_key=same_key,
             same_content=_fact(dup[0]) if dup else None,
-            now=datetime.fromtimestamp(now, tz=timezone.utc),
+            now=datetime.fromtimestamp(now, tz=UTC),
             policy=self._policy,
-            newest_event=None if newest is None else datetime.fromtimestamp(float(newest), tz=timezone.utc),
+            newest_event=None if newest is None else datetime.fromtimestamp(float(newest), tz=UTC),
             check_age=not imported,
         )
         if decision.action == "duplicate":
@@ -419,7 +419,7 @@ class SqliteMemory:
                 return done
             vecs = self._embedder.embed([r[4] for r in rows])
             with self._db.transaction() as conn:
-                for (rid, owner, tier, status, _), vec in zip(rows, vecs):
+                for (rid, owner, tier, status, _), vec in zip(rows, vecs, strict=True):
                     self._vectors.add(rid, owner, tier, status in ("active", "candidate"), vec)
                     conn.execute("UPDATE items SET has_vector = 1 WHERE rid = ?", (rid,))
             done += len(rows)
@@ -865,7 +865,7 @@ class SqliteMemory:
 def _fact(row: Any) -> ExistingFact:
     return ExistingFact(
         id=str(row[0]), content_hash=str(row[1]), trust=float(row[2]),
-        observed_at=datetime.fromtimestamp(float(row[3]), tz=timezone.utc),
+        observed_at=datetime.fromtimestamp(float(row[3]), tz=UTC),
     )
 
 

@@ -60,7 +60,7 @@ def audit_episode(
             continue
         gates = _in_force(library, episode.steps[:i], exposed)
         batch = step.action.calls
-        for call, result in zip(batch, step.results):
+        for call, result in zip(batch, step.results, strict=False):
             if result.error is not None and result.error.code in HARNESS_BLOCK_CODES:
                 continue
             for gate in gates:

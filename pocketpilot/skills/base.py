@@ -44,7 +44,9 @@ class ObjectiveGate(Protocol):
     """
 
     @property
-    def objective(self) -> bool: ...
+    def objective(self) -> bool:
+        """Whether the gate's hold depends only on calls and results, never on the planner's reading."""
+        ...
 
 
 @runtime_checkable
@@ -60,7 +62,9 @@ class ChecksInBatch(Protocol):
 class RepairsCalls(Protocol):
     """A gate that can propose the call that would pass it (the id a create returned, not a guess)."""
 
-    def repair(self, call: ToolCall, history: Sequence[Any]) -> ToolCall | None: ...
+    def repair(self, call: ToolCall, history: Sequence[Any]) -> ToolCall | None:
+        """The call that would pass the gate, built from ``history``; None when there is none to propose."""
+        ...
 
 
 @runtime_checkable

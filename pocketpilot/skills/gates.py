@@ -40,7 +40,7 @@ def executed_calls(history: Sequence[Any]) -> Iterator[tuple[ToolCall, ToolResul
     for step in history:
         action = getattr(step, "action", None)
         if isinstance(action, ToolCallAction):
-            yield from zip(action.calls, step.results)
+            yield from zip(action.calls, step.results, strict=False)
         for child in getattr(step, "children", ()):
             yield from executed_calls(child.steps)
 
@@ -297,7 +297,8 @@ class DependsOnResultGate(PreconditionGate):
             return None
         wanted = str(call.arguments[self.argument])
         for prior, result in executed_calls(history):
-            if (ANY_TOOL in self.waits_for or prior.name in self.waits_for) and result.ok and _contains_value(result.data, wanted):
+            waited = ANY_TOOL in self.waits_for or prior.name in self.waits_for
+            if waited and result.ok and _contains_value(result.data, wanted):
                 return None
         return (
             f"{self.argument}={wanted!r} was not returned by an earlier {_either(self.waits_for)}; "

@@ -199,13 +199,14 @@ class SkillLibrary:
         out: list[ToolGate] = []
         for skill in self.skills():
             mine = tools.of_world(skill.world)
-            for pre, gate in zip(skill.meta.preconditions, skill.gates):
+            for pre, gate in zip(skill.meta.preconditions, skill.gates, strict=False):
                 if gate.when != "always" or not gate.tools & mine:
                     continue
                 if not tools.admits(skill.world, pre.tools_referenced()):
                     continue  # it speaks about a tool the session has from another world
                 if not gate.satisfiable(mine):
-                    logger.info("gate of %s on %s left out: none of its evidence tools is exposed", gate.skill, sorted(gate.tools))
+                    logger.info("gate of %s on %s left out: none of its evidence tools is exposed",
+                                gate.skill, sorted(gate.tools))
                     continue
                 out.append(gate)
         return out

@@ -23,7 +23,7 @@ accepted too.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
@@ -156,7 +156,7 @@ class DependsOnResult(_Base):
 
 
 Precondition = Annotated[
-    Union[RequiresPriorSuccess, QueryBeforeToggle, StopBeforeStart, DependsOnResult],
+    RequiresPriorSuccess | QueryBeforeToggle | StopBeforeStart | DependsOnResult,
     Field(discriminator="kind"),
 ]
 PRECONDITION_ADAPTER: TypeAdapter[Precondition] = TypeAdapter(Precondition)

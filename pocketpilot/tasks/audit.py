@@ -54,6 +54,7 @@ class TaskAudit:
 
     @property
     def ok(self) -> bool:
+        """The task checks something: its oracle passes, doing nothing fails, and a perturbation is caught."""
         return (not self.vacuous and self.oracle_passes and not self.do_nothing_passes
                 and (self.perturbations == 0 or self.perturbations_failing > 0))
 
@@ -121,7 +122,8 @@ def _wrong(value: Any) -> Any:
 def perturbed_oracles(task: TaskSpec) -> list[tuple[str, list[OracleStep]]]:
     """Broken versions of the oracle: a step left out, two steps swapped, an argument changed, the
     wrong kind of stop, a summary without the answer, a call repeated at the end (a count bound
-    exceeded, a change after what should have been the last one)."""
+    exceeded, a change after what should have been the last one).
+    """
     steps = list(task.oracle)
     body = steps[:-1]  # the final step (finish, ask_user, refuse) stays
     out: list[tuple[str, list[OracleStep]]] = []

@@ -27,7 +27,9 @@ CARRIER_APN = "internet"
 """The access point name the carrier ships and accepts."""
 
 
-class AccessPoint(BaseModel):
+# The phone's mobile-data access point settings, as the carrier checks them (a comment, not a
+# docstring: pydantic would carry a docstring into the state's JSON schema).
+class AccessPoint(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     name: str = CARRIER_APN

@@ -28,8 +28,8 @@ from typing import Any
 from ..contracts import ToolCall, ToolResult, ToolSpec
 from ..executor.sandbox import StateChange
 from ..executor.sandbox.diff import diff_values
-from .template import Pools, param_type
 from .gen_world import GenWorld
+from .template import Pools, param_type
 
 __all__ = ["Catalogue", "Probe", "run_calls", "state_strings"]
 
@@ -56,6 +56,7 @@ class Probe:
 
     @property
     def writes(self) -> bool:
+        """Whether the call changed the state."""
         return bool(self.changes)
 
 
@@ -135,6 +136,7 @@ class Catalogue:
         return out if props else [{}]
 
     def tools_with_probes(self) -> list[str]:
+        """The tools at least one probe call was found for."""
         return [t for t, p in self._probes.items() if p]
 
     def candidates(self, spec: ToolSpec, param: str, strings: list[tuple[str, str]]) -> list[Any]:
@@ -275,7 +277,8 @@ class Catalogue:
                      seen: set[str]) -> list[Probe]:
         """Every combination of the required parameters' candidates (capped), for a tool whose
         working arguments random draws missed: two units that convert into each other, or the one
-        lock among the state's ids that takes the one PIN (a recovery's setup is there)."""
+        lock among the state's ids that takes the one PIN (a recovery's setup is there).
+        """
         names = [p for p in cands if p in required and cands[p]]
         pools = {p: list(cands[p]) for p in names}
         found: list[Probe] = []
@@ -301,7 +304,8 @@ class Catalogue:
         """The values of ``widest`` (the state's ids, say) that get further than most: each tried
         with the other parameters held, the ones whose call fails *differently* from the most
         common failure (a wrong PIN, not "no such record") are the ones worth crossing with the
-        rest. Works from outcomes alone: no error code has to mean anything in particular."""
+        rest. Works from outcomes alone: no error code has to mean anything in particular.
+        """
         held = {p: v[0] for p, v in pools.items() if p != widest}
         outcomes: dict[Any, str | None] = {}
         found: list[Probe] = []
@@ -316,7 +320,8 @@ class Catalogue:
 
     async def _try(self, spec: ToolSpec, args: dict[str, Any]) -> tuple[ToolResult, Probe | None]:
         """One call from the start state: its result, and a probe if it worked and did something
-        (a read returned data; any other call changed the state)."""
+        (a read returned data; any other call changed the state).
+        """
         results, before, after, _ = await run_calls(self.world, [(spec.name, args)], self.patch)
         result = results[0]
         changes = tuple(diff_values(before, after))

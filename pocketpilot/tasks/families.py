@@ -21,10 +21,10 @@ from typing import Any
 from ..contracts import ToolSpec
 from ..executor.sandbox.diff import diff_values
 from .catalogue import Catalogue, Probe, run_calls, state_strings
+from .gen_world import GenWorld
 from .grounding import collection_of, criteria_from_changes, patch_from_changes, record_of
 from .template import Pools, Selector, Template, free_text_params
 from .verify import matches
-from .gen_world import GenWorld
 
 __all__ = ["Draft", "Drafter"]
 
@@ -296,7 +296,8 @@ class Drafter:
 
     def _observe_call(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
         """The read an agent makes before ``tool``: for a record, one whose result holds its id
-        (skills gate an id that no earlier result returned); else the app's argument-less read."""
+        (skills gate an id that no earlier result returned); else the app's argument-less read.
+        """
         spec = self.specs[tool]
         record_id = args.get(spec.id_arg) if spec.id_arg else None
         if isinstance(record_id, str):
@@ -311,7 +312,9 @@ class Drafter:
         look = self._observe(tool)
         return _call(look) if look else None
 
-    async def _chain(self, t: Template, rng: random.Random, roles: list[str]) -> tuple[list[Probe], dict[str, Any], dict[str, Any]] | None:
+    async def _chain(
+        self, t: Template, rng: random.Random, roles: list[str]
+    ) -> tuple[list[Probe], dict[str, Any], dict[str, Any]] | None:
         probes: list[Probe] = []
         for role in roles:
             used = [p.tool for p in probes]
@@ -526,7 +529,8 @@ class Drafter:
         """Whether ``arg`` picks one of the state's records, so that a ``word`` two of them start
         with is a question to ask, not a value to use: two of the ``matching`` names each work (and
         do different things), the word fails, and so do names the state doesn't hold. A value the
-        schema refuses (too short a card number) or a new record's name is never ambiguous."""
+        schema refuses (too short a card number) or a new record's name is never ambiguous.
+        """
         async def outcome(value: str) -> tuple[bool, str | None, Any]:
             results, before, after, _ = await run_calls(self.world, [(tool, {**args, arg: value})])
             error = results[0].error.code if results[0].error else None
@@ -712,7 +716,6 @@ class Drafter:
             return None
         before, after, _ = ran
         crit, allow = self._grounded(before, after)
-        app = self.world.app_of(c.tool)
         first = self.clause(c.tool, c.args, before, rng)
         then = self.clause(w.tool, args, before, rng, omit=[ft])
         oracle = [

@@ -23,9 +23,9 @@ import yaml
 
 from .catalogue import Catalogue
 from .families import Draft, Drafter
+from .gen_world import GenWorld
 from .template import Template, TemplateSet, load_templates
 from .validate import CHECKS, validate_task
-from .gen_world import GenWorld
 
 __all__ = ["GENERATOR_VERSION", "Generation", "generate", "generate_async", "write_tasks"]
 

@@ -169,9 +169,9 @@ def resample(
     templates: list[str] = []
     generated: list[str] = []
     if new_count > 0:
+        from .gen_world import load_gen_world
         from .generate import generate, write_tasks
         from .template import load_templates
-        from .gen_world import load_gen_world
 
         ts = load_templates()
         families = {f for c in categories for f in CATEGORY_FAMILIES.get(c, ())}

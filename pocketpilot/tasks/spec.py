@@ -506,7 +506,8 @@ class ActionPattern(_Spec):
 
 class ActionCountCriterion(ActionPattern, _Criterion):
     """The number of matching actions lies within bounds; memory actions, skills and delegations
-    count as tool calls do (``{kind: action_count, action: memory_search, at_least: 1}``)."""
+    count as tool calls do (``{kind: action_count, action: memory_search, at_least: 1}``).
+    """
 
     kind: Literal["action_count"] = "action_count"
     at_least: int | None = Field(default=None, ge=1)
@@ -524,7 +525,8 @@ class ActionCountCriterion(ActionPattern, _Criterion):
 class ActionOrderCriterion(_Criterion):
     """The first action matching ``before`` came earlier than the first matching ``after``, whatever
     their kinds ("a memory search before send_message"). A delegation comes before its sub-agent's
-    own actions; actions of one parallel batch are simultaneous, so they never satisfy an order."""
+    own actions; actions of one parallel batch are simultaneous, so they never satisfy an order.
+    """
 
     kind: Literal["action_order"] = "action_order"
     before: ActionPattern
@@ -535,7 +537,8 @@ class NoParentCallCriterion(_Criterion):
     """The parent made no tool call itself, not even an attempt: every call came from a sub-agent.
 
     A guard, true of a run that did nothing: pair it with what the sub-agents must have done
-    (``delegated``, ``state``)."""
+    (``delegated``, ``state``).
+    """
 
     kind: Literal["no_parent_call"] = "no_parent_call"
 

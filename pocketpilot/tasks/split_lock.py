@@ -45,6 +45,7 @@ def _digest(tasks: dict[str, str]) -> str:
 
 
 def recorded_test_split(lock: Path = LOCK_FILE) -> dict[str, str]:
+    """The split the lock file records; ValueError when its digest does not match its tasks."""
     record = json.loads(lock.read_text())
     tasks = {str(k): str(v) for k, v in record["tasks"].items()}
     if record.get("digest") != _digest(tasks):
@@ -63,6 +64,7 @@ def drift(data: Path = DATA, lock: Path = LOCK_FILE) -> SplitDrift:
 
 
 def write_lock(data: Path = DATA, lock: Path = LOCK_FILE) -> dict[str, str]:
+    """Record the test split as it is now, with its digest."""
     tasks = current_test_split(data)
     lock.write_text(json.dumps({"count": len(tasks), "digest": _digest(tasks), "tasks": tasks},
                                indent=1, sort_keys=True) + "\n")

@@ -36,8 +36,8 @@ def suite_drift() -> split_lock.SplitDrift:
 
 def regenerate(count: int = SUITE_COUNT, seed: int = SUITE_SEED) -> int:
     """Rewrite the suite folder from the bundled templates on the sandbox; returns the task count."""
-    from .generate import generate, write_tasks
     from .gen_world import SandboxGenWorld
+    from .generate import generate, write_tasks
 
     bundled = {t.goal for t in load_suite()}
     gen = generate(SandboxGenWorld(), count=count, seed=seed, existing_goals=bundled)

@@ -16,10 +16,10 @@ from pydantic import ValidationError
 
 from ..contracts import Finish
 from .audit import _empty_episode, perturbed_oracles
+from .gen_world import GenWorld, WorldRun
 from .oracle import oracle_actions, run_actions
 from .spec import OracleStep, StateCriterion, TaskSpec
 from .verify import check_criterion
-from .gen_world import GenWorld, WorldRun
 
 __all__ = ["CHECKS", "Check", "validate_task"]
 

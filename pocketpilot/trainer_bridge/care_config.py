@@ -17,10 +17,9 @@ training run.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from typing_extensions import Self
 
 __all__ = [
     "Bound",

@@ -103,7 +103,8 @@ def _clean(text: str) -> str:
 
 def normalize_episode(episode: Episode) -> Episode:
     """Collapse whitespace in the request and in free-text action fields (finish summaries,
-    questions, refusal reasons); nothing else changes."""
+    questions, refusal reasons); nothing else changes.
+    """
     header = episode.header.model_copy(update={"request": _clean(episode.header.request)})
     steps = []
     for step in episode.steps:
@@ -158,7 +159,7 @@ def schema_check(episode: Episode) -> list[str]:
             if len(step.results) != len(step.action.calls):
                 problems.append(f"step {step.index}: {len(step.action.calls)} call(s) but {len(step.results)} result(s)")
                 continue
-            for call, res in zip(step.action.calls, step.results):
+            for call, res in zip(step.action.calls, step.results, strict=False):
                 if res.ok and call.name not in exposed:
                     problems.append(f"step {step.index}: successful call of {call.name}, which the header does not expose")
     if not episode.steps:

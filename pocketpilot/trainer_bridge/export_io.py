@@ -50,7 +50,8 @@ class ExportDependencyError(PocketPilotError, ImportError):
 
 class EmptyExportError(UsageError):
     """No record to write. Refused rather than written: ``datasets.load_dataset`` cannot open an
-    empty JSONL file, nor a Parquet file without rows (even one that carries the schema)."""
+    empty JSONL file, nor a Parquet file without rows (even one that carries the schema).
+    """
 
     def __init__(self, path: str | Path, why: str = "") -> None:
         super().__init__(f"{path}: nothing to export{': ' + why if why else ''}; no file written")

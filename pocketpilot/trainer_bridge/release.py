@@ -103,7 +103,8 @@ def _norm_goal(text: str) -> str:
 
 def episode_users(episode: Episode) -> set[str]:
     """Users an episode belongs to: ``harness_config["user_id"]`` and owners of private
-    memories it retrieved (the shared store's owner is nobody)."""
+    memories it retrieved (the shared store's owner is nobody).
+    """
     users: set[str] = set()
     uid = episode.header.harness_config.get("user_id")
     if isinstance(uid, str) and uid:
@@ -253,7 +254,7 @@ def build_release(
         raise ReleaseError("nothing to release: no releasable record survived the filters")
 
     by_task: dict[str, list[bool]] = defaultdict(list)
-    for rec, ep in shipped:
+    for _rec, ep in shipped:
         if ep.header.task_id and ep.verdict is not None:
             by_task[ep.header.task_id].append(ep.verdict.success)
     sft_rows = []
@@ -278,9 +279,10 @@ def build_release(
         )
     rl_rows = [redact_row(g.row()) for g in rl_groups([ep for _, ep in shipped], group_size=group_size, min_size=1)]
     weights = {dim: _balance([e[dim] for e in entries]) for dim in ("capability", "difficulty", "source")}
-    raw = [weights["capability"][e["capability"]] * weights["difficulty"][e["difficulty"]] * weights["source"][e["source"]] for e in entries]
+    raw = [weights["capability"][e["capability"]] * weights["difficulty"][e["difficulty"]] * weights["source"][e["source"]]
+           for e in entries]
     mean = sum(raw) / len(raw)
-    for e, w in zip(entries, raw):
+    for e, w in zip(entries, raw, strict=True):
         e["weight"] = round(w / mean, 6)
 
     _leak_check(sft_rows, rl_rows, held_ids, deleted_ids)

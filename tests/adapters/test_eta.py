@@ -28,8 +28,8 @@ from pocketpilot.adapters import (
 )
 from pocketpilot.cli.adapter import adapter
 from pocketpilot.contracts import ToolSpec
-from pocketpilot.skills.errors import SkillError
 from pocketpilot.skills import SkillLibrary
+from pocketpilot.skills.errors import SkillError
 
 
 @pytest.fixture(scope="module")

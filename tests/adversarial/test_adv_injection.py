@@ -84,7 +84,8 @@ async def test_injection_in_a_tool_result_cannot_power_off_or_send():
     planner = ScriptedPlanner(script, validate=False)
     # by default the first denial ends the run: the retry and the sub-agent are never reached
     stopped = await Session(ScriptedPlanner(script, validate=False), executor,
-                            tools=["read_note", "power_off", "send_sms"], confirm=RecordingDeny()).run("What does my router note say?")
+                            tools=["read_note", "power_off", "send_sms"],
+                            confirm=RecordingDeny()).run("What does my router note say?")
     assert stopped.stop_reason == "denied" and len(stopped.steps) == 2
     assert denied_codes(stopped.steps[1]) == ["confirmation_denied"] * 2
     # an app that lets the planner go on after a denial: every later route asks, and is denied, again

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -112,7 +112,7 @@ def test_ctrl_c_mid_episode_keeps_the_trace(test_gguf, tmp_path):
                 assert proc.poll() is None, proc.stderr.read()
                 assert time.monotonic() < deadline, "the run never started its trace"
                 time.sleep(0.01)
-            sent = datetime.now(timezone.utc)
+            sent = datetime.now(UTC)
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=120)
         finally:

@@ -45,7 +45,9 @@ def test_apps_picks_the_sandbox_apps(monkeypatch: pytest.MonkeyPatch, capsys: py
     assert _tools(tmp_path) == [*SandboxPhone().tool_names("wallet"), "set_wifi"]
 
 
-def test_an_unknown_app_is_one_line_before_the_planner(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_app_is_one_line_before_the_planner(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def no_planner(*a: object, **k: object) -> None:
         raise AssertionError("the planner must not be built")
 

@@ -128,7 +128,7 @@ def test_the_sandbox_trash_delete_is_declared_undoable_and_its_hard_deletes_dest
 # ---------------------------------------------------------------- effect by argument
 
 
-class Mode(str, Enum):
+class Mode(str, Enum):  # noqa: UP042 - the (str, Enum) a caller's own code declares, not StrEnum
     QUERY = "query"
     ON = "on"
 

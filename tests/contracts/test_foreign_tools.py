@@ -92,7 +92,7 @@ def test_a_world_that_reports_failures_as_strings_can_say_so():
     assert not failed.ok and failed.error.code == "world_error" and failed.data.startswith("Failed")
 
 
-class Mode(str, Enum):
+class Mode(str, Enum):  # noqa: UP042 - the (str, Enum) a caller's own code declares, not StrEnum
     quiet = "quiet"
     loud = "loud"
 

@@ -47,7 +47,8 @@ async def test_comparison_json_schema_and_lift() -> None:
         for row in run["by_group"].values():
             assert set(row) == METRICS
         assert all(o["mode"] == mode for o in run["outcomes"])
-        assert {"task_id", "group", "success", "steps", "completion_tokens", "wall_s", "gate_violations"} <= set(run["outcomes"][0])
+        fields = {"task_id", "group", "success", "steps", "completion_tokens", "wall_s", "gate_violations"}
+        assert fields <= set(run["outcomes"][0])
     assert data["runs"]["harness"]["by_group"]["ALL"]["success_rate"] == 1.0
     assert data["runs"]["bare"]["by_group"]["ALL"]["success_rate"] == 0.0
     assert data["lift_points"] == {"tool_use": 100.0, "memory": 100.0, "ALL": 100.0}

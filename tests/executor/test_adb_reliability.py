@@ -74,7 +74,8 @@ async def test_dropped_mid_episode_resumes_without_double_execution(
         ]
     )
     ex = executor(dev)
-    episode = await Session(planner, ex, confirm=AllowAll(), on_step=on_step, policies=safety_policies()).run("dim, wifi off, text")
+    session = Session(planner, ex, confirm=AllowAll(), on_step=on_step, policies=safety_policies())
+    episode = await session.run("dim, wifi off, text")
     assert episode.stop_reason == "finish"
     dim, wifi, sms, read = (r for _, _, r in episode.tool_calls())
     assert dim is not None and dim.ok

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adbutils.errors import AdbConnectionError
 import pytest
+from adbutils.errors import AdbConnectionError
 from click.testing import CliRunner
 
 from pocketpilot.cli.devices import devices, simphone
@@ -15,8 +15,6 @@ from pocketpilot.contracts import ToolCall
 from pocketpilot.errors import DeviceOfflineError
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.adb.server import PinnedAdbClient, ensure_server, server_answers, stop_started_server
-
-
 
 if TYPE_CHECKING:
     from conftest import AdbServer, SimPhoneFactory

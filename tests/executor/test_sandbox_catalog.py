@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 import pytest
+
 from pocketpilot.cli.main import cli
 from pocketpilot.executor.sandbox import PhoneState, SandboxPhone, default_state
 from pocketpilot.executor.sandbox.apps import APP_CLASSES, DOMAINS

@@ -17,7 +17,6 @@ from pocketpilot.executor.tools import Tool, ToolRegistry
 from pocketpilot.harness import AllowAll, DenyAll, HarnessConfig, Session, default_policies, safety_policies
 from pocketpilot.harness.context import ContextBudget
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.harness.scope import FUNCTION_WORDS, GENERIC_WORDS
 from pocketpilot.harness.policies import (
     REGISTRY,
     LoopGuard,
@@ -27,6 +26,7 @@ from pocketpilot.harness.policies import (
     from_entries,
     in_force,
 )
+from pocketpilot.harness.scope import FUNCTION_WORDS, GENERIC_WORDS
 
 FINISH = {"kind": "finish", "summary": "done"}
 

@@ -46,7 +46,7 @@ async def run_carrier(actions: list[dict], *, confirm: Any = None, extra: tuple 
 
 def results(episode, name: str) -> list:
     return [r for s in episode.steps if s.action is not None and s.action.kind == "tool_call"
-            for c, r in zip(s.action.calls, s.results) if c.name == name]
+            for c, r in zip(s.action.calls, s.results, strict=False) if c.name == name]
 
 
 # --------------------------------------------------------------------------- strict naming
@@ -54,7 +54,7 @@ def results(episode, name: str) -> list:
 
 def test_reads_and_guidance_name_a_setting_by_its_declared_key():
     specs = {t.name: t for t in carrier()[1].tools()}
-    apn, data, roaming = specs["reset_apn_settings"], specs["set_mobile_data"], specs["set_roaming"]
+    apn, data = specs["reset_apn_settings"], specs["set_mobile_data"]
     assert names_setting(apn, "apn") and names_setting(apn, "reset the APN settings with reset_apn_settings")
     assert names_setting(data, "mobile_data") and names_setting(data, "turn Mobile Data off")
     assert not names_setting(data, "mobile phone data plan")  # the key as a phrase, not its words anywhere

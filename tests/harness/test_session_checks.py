@@ -62,7 +62,7 @@ async def test_a_tool_the_session_does_not_expose_never_runs(registry, toys):
     planner = ScriptedPlanner([call("set_lamp", on=True), call("wipe"), FINISH], validate=False)
     session = Session(planner, registry, tools=["convert"], confirm=AllowAll())
     episode = await session.run("convert 3 km")
-    for step, name in zip(episode.steps[:2], ("set_lamp", "wipe")):
+    for step, name in zip(episode.steps[:2], ("set_lamp", "wipe"), strict=False):
         result = step.results[0]
         assert not result.ok and result.error.code == "unknown_tool" and name in result.error.message
     assert toys.log == [] and toys.lamp is False  # not even the allowed-anyway destructive wipe ran

@@ -341,7 +341,7 @@ class LampBeforeEcho:
             return None
         for step in history:
             if step.action and step.action.kind == "tool_call":
-                for c, r in zip(step.action.calls, step.results):
+                for c, r in zip(step.action.calls, step.results, strict=False):
                     if c.name == "set_lamp" and r.ok:
                         return None
         return "turn the lamp on first (set_lamp) and wait for its result"

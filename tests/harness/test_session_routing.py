@@ -10,8 +10,8 @@ import pytest
 from pocketpilot.errors import UsageError
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, HarnessConfig, Session, default_policies, safety_policies
-from pocketpilot.harness.policies import HeldCalls, LoopGuard
 from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.harness.policies import HeldCalls, LoopGuard
 from pocketpilot.skills import DependsOnResultGate, SkillLibrary
 
 FINISH = {"kind": "finish", "summary": "done"}

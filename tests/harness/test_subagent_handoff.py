@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from pydantic import TypeAdapter
 
 from pocketpilot.contracts import CriterionResult, Episode, ToolCall, ToolResult, ToolSpec, Verdict

@@ -61,7 +61,7 @@ def test_two_processes_write_concurrently(tmp_path, policy, svc, svc_bob):
     SqliteMemory(path, policy).close()
     procs = [_writer(path, who, 120) for who in ("alice", "bob")]
     outs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         assert "locked" not in err
     with SqliteMemory(path, policy) as store:

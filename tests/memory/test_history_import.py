@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +13,7 @@ from pocketpilot.memory import MemoryCandidate, MemoryContentError, Provenance, 
 
 SERVICE = "service-token-0123456789"  # as in conftest.py
 ADMIN = "admin-credential-9876543210"
-Y2023 = datetime(2023, 3, 1, 12, tzinfo=timezone.utc)
+Y2023 = datetime(2023, 3, 1, 12, tzinfo=UTC)
 
 
 def dated(content, when, tier="episodic", source="user_statement"):
@@ -48,9 +48,9 @@ def test_import_needs_event_times(kw_store, svc):
 
 def test_age_is_measured_from_the_owners_newest_event_not_the_wall_clock(kw_store, svc, svc_bob):
     assert kw_store.write(svc, dated("Ran the Porto half marathon", Y2023)).status == "active"
-    kw_store.write(svc_bob, dated("Bob started a new job", datetime.now(timezone.utc)))  # another owner's clock
+    kw_store.write(svc_bob, dated("Bob started a new job", datetime.now(UTC)))  # another owner's clock
     assert kw_store.write(svc, dated("Visited grandma in Braga", Y2023 - timedelta(days=30))).status == "active"
-    kw_store.write(svc, dated("Booked flights for the summer", datetime.now(timezone.utc)))
+    kw_store.write(svc, dated("Booked flights for the summer", datetime.now(UTC)))
     stale = kw_store.write(svc, dated("Bought a red umbrella", Y2023))
     assert stale.in_review and "older than the owner's newest event" in stale.reason
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -15,7 +15,7 @@ def cand(content, tier="episodic", source="user_statement", **kw):
 
 def test_write_get_roundtrip_with_provenance(kw_store, svc):
     # observed an hour east of UTC, days before the write: the store must keep this instant, not "now"
-    three_days_ago = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=3)
+    three_days_ago = datetime.now(UTC).replace(microsecond=0) - timedelta(days=3)
     when = three_days_ago.astimezone(timezone(timedelta(hours=1)))
     res = kw_store.write(svc, cand("Alice prefers dark mode", tier="user", category="preference",
                                    prov={"session_id": "s1", "step": 3, "observed_at": when,
@@ -92,8 +92,8 @@ def test_review_resolution_accept_supersedes(kw_store, svc, alice):
         (cand("User probably likes jazz", tier="episodic", source="inference"), "without a pointer"),
         (cand("User is vegetarian", tier="user", source="inference", prov={"evidence": "step 3"}), "may not write"),
         (cand("Meeting moved", prov={"trust": 0.1}), "trust"),
-        (cand("Old note", prov={"observed_at": datetime.now(timezone.utc) - timedelta(days=800)}), "stale"),
-        (cand("From the future", prov={"observed_at": datetime.now(timezone.utc) + timedelta(days=1)}), "future"),
+        (cand("Old note", prov={"observed_at": datetime.now(UTC) - timedelta(days=800)}), "stale"),
+        (cand("From the future", prov={"observed_at": datetime.now(UTC) + timedelta(days=1)}), "future"),
     ],
 )
 def test_verification_checks_send_to_review(kw_store, svc, candidate, reason):
@@ -104,7 +104,7 @@ def test_verification_checks_send_to_review(kw_store, svc, candidate, reason):
 
 
 def test_prospective_states_and_due(kw_store, svc):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     due = kw_store.write(svc, cand("Call the dentist", tier="prospective", due_at=now - timedelta(minutes=1)))
     later = kw_store.write(svc, cand("Renew passport", tier="prospective", due_at=now + timedelta(days=30)))
     assert kw_store.get(svc, due.id).state == "pending"
@@ -136,10 +136,10 @@ def test_recalled_content_is_not_new_evidence(kw_store, svc):
 def test_filters_tier_category_time(kw_store, svc):
     kw_store.write(svc, cand("coffee order oat latte", tier="user", category="preference"))
     kw_store.write(svc, cand("coffee with Bob on Monday", tier="episodic", category="event",
-                             prov={"observed_at": datetime.now(timezone.utc) - timedelta(days=10)}))
+                             prov={"observed_at": datetime.now(UTC) - timedelta(days=10)}))
     assert {h.item.tier for h in kw_store.search(svc, "coffee", filters=SearchFilters(tiers=("user",)))} == {"user"}
     assert {h.item.category for h in kw_store.search(svc, "coffee", filters=SearchFilters(category="event"))} == {"event"}
-    recent = kw_store.search(svc, "coffee", filters=SearchFilters(since=datetime.now(timezone.utc) - timedelta(days=1)))
+    recent = kw_store.search(svc, "coffee", filters=SearchFilters(since=datetime.now(UTC) - timedelta(days=1)))
     assert [h.item.category for h in recent] == ["preference"]
 
 

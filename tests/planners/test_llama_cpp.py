@@ -73,7 +73,7 @@ async def test_three_schema_valid_steps_with_policy_records(planner, test_gguf):
         assert all(lp <= 1e-6 and math.isfinite(lp) for lp in turn.token_logprobs)
         assert 0 < turn.prompt_tokens_evaluated <= turn.prompt_tokens
     # KV prefix reuse: a later step evaluates only what was added since the previous one
-    for prev, cur in zip(episode.steps, episode.steps[1:]):
+    for prev, cur in zip(episode.steps, episode.steps[1:], strict=False):
         new = cur.planner.prompt_tokens - prev.planner.prompt_tokens
         assert cur.planner.prompt_tokens_evaluated <= new + 32
     info = episode.header.planner

@@ -96,7 +96,7 @@ async def test_history_is_a_valid_tool_conversation():
     assert history[3]["content"] == "this is not an action" and "invalid_action" in history[4]["content"]
     assert json.loads(history[8]["content"])["ok"] is True
     # step k's messages are the same at step k+1 (stable ids: a server's prompt cache keeps hitting)
-    for earlier, later in zip(fake.requests, fake.requests[1:]):
+    for earlier, later in zip(fake.requests, fake.requests[1:], strict=False):
         assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
 
 

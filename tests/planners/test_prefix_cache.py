@@ -155,7 +155,8 @@ def test_cache_info_and_clear_on_the_command_line(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("POCKETPILOT_HOME", str(tmp_path))
     PrefixCache().save(KEY, b"x" * 2_000_000)
     shown = CliRunner().invoke(cache, ["info"])
-    assert shown.exit_code == 0 and "1 prefix state(s), 0 vocabulary file(s), 2.0 MB" in shown.output and str(tmp_path) in shown.output
+    assert shown.exit_code == 0 and "1 prefix state(s), 0 vocabulary file(s), 2.0 MB" in shown.output
+    assert str(tmp_path) in shown.output
     cleared = CliRunner().invoke(cache, ["clear"])
     assert cleared.exit_code == 0 and "cleared 2.0 MB" in cleared.output
     assert PrefixCache().entries() == []

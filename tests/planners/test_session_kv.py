@@ -27,7 +27,7 @@ def _excess(episodes) -> list[int]:  # noqa: ANN001
     out = []
     for episode in episodes:
         turns = [s.planner for s in episode.steps if s.planner is not None and s.planner.prompt_tokens]
-        for before, now in zip(turns, turns[1:]):
+        for before, now in zip(turns, turns[1:], strict=False):
             new = now.prompt_tokens - before.prompt_tokens - before.completion_tokens
             out.append(now.prompt_tokens_evaluated - max(new, 0))
     return out
@@ -36,7 +36,7 @@ def _excess(episodes) -> list[int]:  # noqa: ANN001
 async def _interleaved(planner: LlamaCppPlanner, requests: list[str]):  # noqa: ANN202
     sessions = [Session(planner, SandboxExecutor(SandboxPhone()), tools=TOOLS, confirm=AllowAll(),
                         config=HarnessConfig(max_steps=2)) for _ in requests]
-    return await asyncio.gather(*(s.run(r) for s, r in zip(sessions, requests)))
+    return await asyncio.gather(*(s.run(r) for s, r in zip(sessions, requests, strict=True)))
 
 
 @pytest.mark.slow

@@ -41,7 +41,8 @@ def test_parses_front_matter_body_and_compiles_gates():
     assert second.when == "loaded" and second.argument == "note_id"
     assert skill.governs == {"create_note", "power_off", "read_note"}
     loaded = skill.load()
-    assert loaded.exposes == ["read_note"] and loaded.guidance.startswith("1. Save the note.") and "A demo skill." not in loaded.guidance and len(loaded.gates) == 2
+    assert loaded.exposes == ["read_note"] and loaded.guidance.startswith("1. Save the note.")
+    assert "A demo skill." not in loaded.guidance and len(loaded.gates) == 2
 
 
 def _replace(old: str, new: str) -> str:

@@ -13,10 +13,10 @@ import yaml
 
 from pocketpilot.tasks import load_suite
 from pocketpilot.tasks.audit import audit_task
+from pocketpilot.tasks.gen_world import SandboxGenWorld
 from pocketpilot.tasks.generate import generate, write_tasks
 from pocketpilot.tasks.template import TEMPLATE_DIR, Selector, load_templates
 from pocketpilot.tasks.validate import CHECKS
-from pocketpilot.tasks.gen_world import SandboxGenWorld
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +26,19 @@ def world() -> SandboxGenWorld:
 
 @pytest.fixture(scope="module")
 def catalogue(world):
-    """The sandbox's catalogue at seed 0, built once (it makes some ten thousand calls)."""
+    """The sandbox's catalogue at seed 0, built once (it makes some ten thousand calls).
+
+    ``generate`` at seed 0 on this world would build the same one again (about 15 s): it is put
+    in generate's cache, which the seed-0 tests below then hit.
+    """
+    import sys
+
     from pocketpilot.tasks.catalogue import Catalogue
 
-    return asyncio.run(Catalogue(world, load_templates().pools).build())
+    pools = load_templates().pools
+    built = asyncio.run(Catalogue(world, pools).build())
+    sys.modules["pocketpilot.tasks.generate"]._CATALOGUES[(id(world), pools.model_dump_json(), 0)] = built
+    return built
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +46,7 @@ def sample(world):
     return generate(world, count=90, seed=7)
 
 
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
 def test_same_seed_same_tasks_other_seed_other_tasks(world, sample) -> None:
     again = generate(world, count=90, seed=7)
     assert again.tasks == sample.tasks
@@ -44,6 +54,7 @@ def test_same_seed_same_tasks_other_seed_other_tasks(world, sample) -> None:
     assert [t["goal"] for t in other.tasks] != [t["goal"] for t in sample.tasks]
 
 
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
 def test_every_family_yields_tasks_and_every_task_loads_replays_and_passes_the_audit(sample, tmp_path) -> None:
     templates = load_templates().templates
     by_family: Counter[str] = Counter()
@@ -59,6 +70,7 @@ def test_every_family_yields_tasks_and_every_task_loads_replays_and_passes_the_a
 
 
 @pytest.mark.parametrize("index", range(0, 90, 3))
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
 async def test_generated_tasks_pass_the_real_audit(sample, index) -> None:
     if index >= len(sample.tasks):
         pytest.skip("fewer tasks")
@@ -69,6 +81,7 @@ async def test_generated_tasks_pass_the_real_audit(sample, index) -> None:
     assert report.ok, report
 
 
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
 def test_criteria_are_the_oracle_s_state_diff(sample) -> None:
     task = next(t for t in sample.tasks if t["id"].startswith("gen-create-record-"))
     state = [c for c in task["criteria"] if c["kind"] == "state"]
@@ -109,6 +122,7 @@ BASE = {"id": "broken", "family": "single_call", "group": "tool_use", "capabilit
     ({"criteria_extra": [{"kind": "unchanged", "allow": [*SandboxGenWorld().base(), "settings.no_such_setting"]}]},
      "loader"),
 ])
+@pytest.mark.usefixtures("catalogue")  # generate at seed 0 reuses it
 def test_a_broken_template_is_dropped_and_counted_under_its_check(world, tmp_path, change, check) -> None:
     templates = load_templates(_broken(tmp_path, BASE | change))
     gen = generate(world, templates, count=3, seed=0)
@@ -117,11 +131,13 @@ def test_a_broken_template_is_dropped_and_counted_under_its_check(world, tmp_pat
     assert set(gen.manifest()["drops"]) == set(CHECKS)
 
 
+@pytest.mark.usefixtures("catalogue")  # generate at seed 0 reuses it
 def test_the_unbroken_base_template_passes(world, tmp_path) -> None:
     gen = generate(world, load_templates(_broken(tmp_path, BASE)), count=3, seed=0)
     assert len(gen.tasks) == 3 and not gen.drops
 
 
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
 def test_the_cli_writes_tasks_and_prints_drops_and_time(tmp_path) -> None:
     from click.testing import CliRunner
 
@@ -161,6 +177,7 @@ def test_a_record_is_named_by_its_state_collection_not_by_its_app(world, catalog
     assert plain.noun("add_loyalty_card") == "loyalty" and plain.noun("create_note") == "notes"
 
 
+@pytest.mark.usefixtures("catalogue")  # generate at seed 0 reuses it
 def test_recovery_tasks_find_fixes_that_are_no_ops_in_the_base_world(world) -> None:
     """Turning away mode off changes nothing on the base phone, so the catalogue once dropped
     that call, and every recovery task was the one cast conflict it could still find."""
@@ -176,17 +193,17 @@ def test_recovery_tasks_find_fixes_that_are_no_ops_in_the_base_world(world) -> N
     assert {"stop_cast", "set_away_mode"} <= fixes
 
 
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
 def test_a_forbidden_memory_call_is_named_by_its_record_so_a_changed_argument_does_not_slip_past(world) -> None:
     """A dev trace created a distractor memory's event without its location and met "no call
     create_event(title=Coffee, date=…, start_time=…, location=…)": the forbidden call keeps only
     the argument its tool declares as the record's name (or id), and never forbids the task's own call."""
+    from _task_episodes import good, make_episode
     from pydantic import TypeAdapter
 
     from pocketpilot.contracts import Finish
     from pocketpilot.tasks import check_criterion, matches
     from pocketpilot.tasks.spec import Criterion
-
-    from _task_episodes import good, make_episode
 
     gen = generate(world, count=12, seed=3, only=["mem-distractor", "mem-other-owner", "mem-superseded"])
     specs = {s.name: s for s in world.tools()}
@@ -206,6 +223,7 @@ def test_a_forbidden_memory_call_is_named_by_its_record_so_a_changed_argument_do
     assert narrowed >= 6
 
 
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
 def test_a_hand_off_carries_its_value_in_a_declared_message_field_and_never_states_it(world) -> None:
     """Generated hand-offs once read "send an SMS …, with the total as the to" (an SMS to 89.0) and
     "…the order with name "Running Shoes" and total 89.0; once it reports the total": the value

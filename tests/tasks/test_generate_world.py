@@ -5,17 +5,16 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import tiny_world
 import yaml
 
 from pocketpilot.errors import WorldError
 from pocketpilot.tasks import load_suite
 from pocketpilot.tasks.audit import audit_task
-from pocketpilot.tasks.generate import generate_async, write_tasks
-from pocketpilot.tasks.validate import validate_task
 from pocketpilot.tasks.gen_world import UserGenWorld, load_gen_world
+from pocketpilot.tasks.generate import generate_async, write_tasks
 from pocketpilot.tasks.spec import WorldSpec
-
-import tiny_world
+from pocketpilot.tasks.validate import validate_task
 
 
 def test_a_world_loads_from_a_reference_or_a_file(tmp_path) -> None:

@@ -79,8 +79,8 @@ async def test_a_fifth_of_the_suite_passes_the_audit() -> None:
 
 @pytest.mark.slow
 def test_regenerating_gives_the_committed_files(tmp_path) -> None:
-    from pocketpilot.tasks.generate import generate, write_tasks
     from pocketpilot.tasks.gen_world import SandboxGenWorld
+    from pocketpilot.tasks.generate import generate, write_tasks
 
     gen = generate(SandboxGenWorld(), count=SUITE_COUNT, seed=SUITE_SEED, existing_goals={t.goal for t in load_suite()})
     write_tasks(gen, tmp_path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -51,7 +51,7 @@ async def test_seeds_land_active_with_provenance_and_owner_isolation() -> None:
         assert mine.provenance["source"] == "user_statement"
         assert mine.provenance["owner"] == "user"
         observed = datetime.fromisoformat(mine.provenance["observed_at"])
-        assert observed == datetime(2025, 3, 5, 17, 0, tzinfo=timezone.utc)
+        assert observed == datetime(2025, 3, 5, 17, 0, tzinfo=UTC)
         ack = next(h for h in hits if h.content.startswith("Done"))
         assert ack.provenance["source"] == "episode"
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from pocketpilot.tasks import load_suite
@@ -40,6 +41,7 @@ def test_weights_move_the_right_way(tmp_path) -> None:
     assert mix.rule == RULE and mix.inputs == {str(report): hashlib.sha256(report.read_bytes()).hexdigest()}
 
 
+@pytest.mark.slow  # generates tasks: about 15 s
 def test_new_tasks_come_from_the_failure_categories_templates(tmp_path) -> None:
     report = _report(tmp_path, [_outcome("a", "harness", False, capability="recall"),
                                 _outcome("b", "harness", True, capability="single_tool")])

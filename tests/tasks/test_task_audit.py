@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from typing import Any
+
+import pytest
 
 from pocketpilot.contracts import Finish
 from pocketpilot.executor.sandbox import default_state

@@ -62,7 +62,7 @@ def test_wild_proposals_are_capped_and_clamped_to_bounds() -> None:
     for step in range(1, 60):
         ctl.observe(step, stats(step))
         history.append(ctl.params)
-    for before, after in zip(history, history[1:]):
+    for before, after in zip(history, history[1:], strict=False):
         assert abs(after.tau_low - before.tau_low) <= 0.05 + 1e-12
         assert abs(after.tau_high - before.tau_high) <= 0.05 + 1e-12
         assert after.lambda_progress <= before.lambda_progress * 1.25 + 0.01 + 1e-12

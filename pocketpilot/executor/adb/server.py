@@ -49,6 +49,7 @@ class PinnedAdbClient(adbutils.AdbClient):
     """An adbutils client that fails when its server is down, instead of spawning one elsewhere."""
 
     def make_connection(self, timeout: float | None = None) -> Any:
+        """A connection to this server; raises AdbConnectionError when it does not answer."""
         if not server_answers(self.host, self.port):
             raise AdbConnectionError(f"no adb server answers at {self.host}:{self.port}")
         return super().make_connection(timeout)

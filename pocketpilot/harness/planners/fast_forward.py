@@ -192,15 +192,21 @@ def decode(
     """Constrained decoding from the last prompt token ``first``.
 
     Args:
+        first: the last prompt token, evaluated by the first pass.
         evaluate: runs tokens through the model in one pass and returns logits rows, all of
             them when asked (a forced batch), else only the last.
         truncate: drops the last ``n`` evaluated tokens from the KV cache.
+        matcher: the grammar's state, advanced by every token taken.
         fill_mask: the allowed tokens (bool per token) in the matcher's state (sampling only).
+        is_eog: whether a token ends generation.
+        sampler: temperature, top-k/top-p/min-p and seed; temperature 0 is greedy.
+        should_stop: asked between passes; true ends decoding as cancelled.
         fast_forward: evaluate forced tokens as one batch; off, every token is a pass.
         max_batch: the most tokens one pass evaluates (the chosen token and those forced
             after it); a longer forced stretch takes several passes. Where batches up to
             that size compute what one-token passes compute, output stays bit-identical.
-        token_bytes, splits: with both, forced bytes are proposed the way the model split
+        token_bytes: a token's bytes (with ``splits``).
+        splits: with ``token_bytes``, forced bytes are proposed the way the model split
             them before (see :class:`SplitMemo`), and what it does now is remembered.
     """
     out = DecodeResult()

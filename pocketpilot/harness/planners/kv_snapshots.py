@@ -46,6 +46,7 @@ class KvSnapshots:
         return found, self._saved[found][0]
 
     def payload(self, key: str) -> bytearray:
+        """The saved state under ``key``, read into a writable buffer llama.cpp can load in place."""
         path = self._saved[key][1]
         with path.open("rb") as fh:
             data = bytearray(os.fstat(fh.fileno()).st_size)
@@ -87,7 +88,7 @@ class KvSnapshots:
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """How many leading tokens two sequences share."""
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1

@@ -49,9 +49,9 @@ from ...model_store import ModelStore, check_gguf_header, file_sha256
 from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
 from . import fast_forward as ff
-from . import numerics
-from .kv_snapshots import KvSnapshots, common_prefix as _common
-from . import vocabulary
+from . import numerics, vocabulary
+from .kv_snapshots import KvSnapshots
+from .kv_snapshots import common_prefix as _common
 from .prefix_cache import PrefixCache, PrefixKey
 
 __all__ = ["LlamaCppPlanner", "aligned_batches", "cached_sha256", "llguidance_available", "quant_type_name"]
@@ -169,7 +169,8 @@ class LlamaCppPlanner:
         ``reproducible`` reuses only the stable prefix from the KV cache, so every prompt is
         evaluated in the same order whatever ran before (slower steps on long histories).
         ``repack`` interleaves the weights at load for llama.cpp's faster K-quant kernels:
-        a slower load, faster decoding, and batches no longer match one-token passes."""
+        a slower load, faster decoding, and batches no longer match one-token passes.
+        """
         if constraint is None:
             constraint = "llguidance" if llguidance_available() else "gbnf"
         if constraint not in ("gbnf", "llguidance"):
@@ -328,7 +329,7 @@ class LlamaCppPlanner:
         generation in flight. If the new files fail to load, nothing changes and the error
         (ModelIntegrityError or PlannerBackendError) propagates.
         """
-        new_path = Path(model_path).expanduser()
+        new_path = Path(model_path).expanduser()  # noqa: ASYNC240 - no I/O: expands ~ from the environment
         check_gguf_header(new_path)
         kwargs = dict(self._kwargs)
         kwargs.pop("lora_path", None)
@@ -611,7 +612,8 @@ class LlamaCppPlanner:
         """llama.cpp's own sampler chain with the GBNF grammar, one token per pass.
 
         The KV cache holds all but the last prompt token, so ``generate`` evaluates that one
-        alone, as the llguidance path does."""
+        alone, as the llguidance path does.
+        """
         s = self.sampler
         last: dict[str, Any] = {}
 
@@ -720,7 +722,8 @@ class LlamaCppPlanner:
         evaluated, not by the load: the build holds the GIL throughout (llguidance's Rust
         constructor does not release it, nor does reading the pieces in Python), so started
         with the load it stalled whatever the caller did in Python before the first step,
-        while llama.cpp's prompt evaluation runs in C without the GIL and overlaps it."""
+        while llama.cpp's prompt evaluation runs in C without the GIL and overlaps it.
+        """
         return _in_thread(vocabulary.lltokenizer, self._llm, self.prefix_cache, self._sha256)
 
     async def _tokenizer_built(self) -> None:
@@ -759,7 +762,8 @@ def _compact(grammar: Any) -> Any:
     """The same grammar without optional whitespace between JSON tokens.
 
     With ``" "?`` after every key and separator nothing past a colon is forced; compact JSON
-    is also what the prompt's action examples show."""
+    is also what the prompt's action examples show.
+    """
     from llama_cpp import LlamaGrammar
 
     text = grammar._grammar.replace('space ::= " "?', 'space ::= ""')
@@ -794,7 +798,8 @@ def _dump(llm: Any) -> memoryview:
 def _restore(llm: Any, payload: bytes | bytearray, prefix: list[int]) -> bool:
     """Load a saved prefix state into sequence 0 and tell ``Llama`` which tokens it holds.
 
-    A writable ``payload`` (what the caches read) is handed to llama.cpp in place."""
+    A writable ``payload`` (what the caches read) is handed to llama.cpp in place.
+    """
     import llama_cpp
 
     ctx = llm._ctx.ctx

@@ -48,7 +48,8 @@ def batch_invariant(*, repack: bool) -> bool:
 
 def build_id(*, repack: bool) -> str:
     """The llama-cpp-python version, its build flags and the weight layout: what a KV state's
-    numbers depend on beyond the model and the tokens (a prefix-cache key part)."""
+    numbers depend on beyond the model and the tokens (a prefix-cache key part).
+    """
     import llama_cpp
 
     flags = hashlib.sha256(system_info().encode()).hexdigest()[:12]

@@ -54,11 +54,13 @@ class PrefixKey:
 
     @classmethod
     def of(cls, model_sha256: str, n_ctx: int, n_batch: int, version: str, tokens: Sequence[int]) -> PrefixKey:
+        """The key of ``tokens`` evaluated under this model and context: the tokens enter as a digest."""
         raw = b"".join(int(t).to_bytes(4, "little", signed=True) for t in tokens)
         return cls(model_sha256, n_ctx, n_batch, version, hashlib.sha256(raw).hexdigest(), len(tokens))
 
     @property
     def name(self) -> str:
+        """The state's file name: a digest of every field, so any change of model or context misses."""
         blob = json.dumps(self.__dict__, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:32] + ".kv"
 
@@ -74,7 +76,8 @@ class PrefixCache:
         """The saved payload for ``key``, or None (missing, or unusable and now removed).
 
         The payload is read straight into a writable buffer, which llama.cpp's state API
-        takes without another copy (a long prefix's state is hundreds of MB)."""
+        takes without another copy (a long prefix's state is hundreds of MB).
+        """
         path = self.root / key.name
         try:
             with path.open("rb") as fh:
@@ -132,6 +135,7 @@ class PrefixCache:
         return [(p, size) for _, p, size in sorted(found)]
 
     def size(self) -> int:
+        """Bytes the saved states take on disk."""
         return sum(size for _, size in self.entries())
 
     def evict(self) -> list[Path]:

@@ -40,6 +40,7 @@ class VocabKey:
 
     @property
     def name(self) -> str:
+        """The vocabulary's file name: a digest of every field of the key."""
         blob = json.dumps(self.__dict__, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:32] + ".vocab"
 
@@ -52,6 +53,7 @@ class Vocabulary:
     eog: list[int]
 
     def to_bytes(self) -> bytes:
+        """A JSON head, the pieces' lengths, then the pieces: what :meth:`from_bytes` reads back."""
         lengths = np.fromiter((len(p) for p in self.pieces), dtype="<u4", count=len(self.pieces))
         head = json.dumps({"n": len(self.pieces), "eog": self.eog}).encode() + b"\n"
         return head + lengths.tobytes() + b"".join(self.pieces)
@@ -140,7 +142,8 @@ def lltokenizer(llm: Any, cache: PrefixCache | None = None, model_sha256: str | 
     """llguidance's tokenizer for a loaded ``Llama``, every end-of-generation token included.
 
     llama.cpp's grammar sampler lets any EOG token end a complete action; llguidance knows
-    only the one it is given unless told the whole set."""
+    only the one it is given unless told the whole set.
+    """
     import llama_cpp
     from llguidance import LLTokenizer
 

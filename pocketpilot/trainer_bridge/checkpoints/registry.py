@@ -282,7 +282,9 @@ class Registry:
             actual = file_sha256(p)
             if actual != expected:
                 raise CheckpointIntegrityError(
-                    path, f"sha256 {actual[:16]}… does not match {expected[:16]}… recorded for {version.id}: tampered or corrupted"
+                    path,
+                    f"sha256 {actual[:16]}… does not match {expected[:16]}… recorded for {version.id}: "
+                    "tampered or corrupted",
                 )
 
     @staticmethod

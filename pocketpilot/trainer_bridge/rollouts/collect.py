@@ -71,6 +71,7 @@ class RolloutReport:
 
 
 def episode_jobs(tasks: Sequence[TaskSpec], group_size: int) -> list[tuple[TaskSpec, int]]:
+    """One job per task and group member; UsageError for an empty set or a group under one."""
     if group_size < 1:
         raise UsageError("--group-size must be at least 1")
     if not tasks:

@@ -54,7 +54,9 @@ class TravelApp(App):
     def _booking(self, booking_id: str) -> Booking:
         return find(self.state.travel.bookings, booking_id, "booking")
 
-    def _ride_quote(self, destination_place_id: str, pickup_place_id: str | None, ride_type: str) -> tuple[str, str, float, float]:
+    def _ride_quote(
+        self, destination_place_id: str, pickup_place_id: str | None, ride_type: str
+    ) -> tuple[str, str, float, float]:
         maps = self.state.maps
         dest = find(maps.places, destination_place_id, "place")
         if pickup_place_id is None:
