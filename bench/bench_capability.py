@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pocketpilot.evaluation import BenchReport, SuiteReport, TaskOutcome, load_harness_kit
 from pocketpilot.tasks import load_suite
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 
 logger = logging.getLogger("bench_capability")
 

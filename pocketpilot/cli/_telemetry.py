@@ -33,7 +33,7 @@ def start_telemetry(spec: str | None) -> RunObserver | None:
     if spec is None:
         return None
     kind, _, url = spec.partition("=")
-    from .. import otel
+    from ..tracing import otel
 
     if kind == "console" and not url:
         exporter = otel.console_exporter()

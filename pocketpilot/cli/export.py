@@ -44,7 +44,7 @@ def trace_paths(inputs: Sequence[str]) -> list[Path]:
 
 def iter_traces(inputs: Sequence[str]) -> Iterator[tuple[Episode, bool]]:
     """(episode, complete) per trace file."""
-    from ..trace import read_trace
+    from ..tracing.trace import read_trace
 
     for path in trace_paths(inputs):
         yield read_trace(path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from ..trace import episode_to_chat, read_trace
+from ..tracing.trace import episode_to_chat, read_trace
 from .render import render_episode
 
 __all__ = ["trace"]
@@ -40,7 +40,7 @@ def show(file: str, as_openai: bool) -> None:
               help="Output file (default: FILE with an .html suffix).")
 def html(file: str, out: str | None) -> None:
     """Write FILE as one self-contained HTML replay (no network needed to view it)."""
-    from ..replay import render_replay
+    from ..tracing.replay import render_replay
 
     episode, complete = read_trace(file)
     target = Path(out) if out else Path(file).with_suffix(".html")

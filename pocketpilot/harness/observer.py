@@ -3,7 +3,7 @@
 The trace file is written step by step, after the fact; tracing backends (OpenTelemetry,
 a dashboard) need the start *and* the end of each operation, with its parent, as it happens.
 The loop emits typed events to a :class:`RunObserver`; adapters such as
-:mod:`pocketpilot.otel` turn them into spans. The harness imports no tracing library, so an
+:mod:`pocketpilot.tracing.otel` turn them into spans. The harness imports no tracing library, so an
 install without one behaves exactly as before.
 
 Every event names its place in the tree explicitly (episode id, step index, call id) rather

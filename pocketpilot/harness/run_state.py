@@ -17,7 +17,7 @@ from ..errors import UsageError
 from ..executor.effects import ClassifiesEffects
 from ..memory.base import DescribesRetrieval
 from ..skills.base import LoadedSkillView, ToolGate
-from ..trace import TraceWriter
+from ..tracing.trace import TraceWriter
 from .context import ContextAssembler
 from .observer import RunEvent
 from .policies import describe, in_force

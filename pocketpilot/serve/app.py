@@ -161,12 +161,12 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
             return FileResponse(path, media_type="application/x-ndjson")
         if form not in ("html", "chat"):
             raise Invalid(f"format is jsonl, html or chat, not {form!r}", "invalid_format")
-        from ..trace import episode_to_chat, read_trace
+        from ..tracing.trace import episode_to_chat, read_trace
 
         episode, complete = read_trace(path)
         if form == "chat":  # the run as an OpenAI chat request (an export for trainers)
             return JSONResponse(episode_to_chat(episode))
-        from ..replay import render_replay
+        from ..tracing.replay import render_replay
 
         return HTMLResponse(render_replay(episode, complete))
 

@@ -277,7 +277,7 @@ def curate(
     """Curate (episode, complete) pairs: normalize, dedupe, check, tag, attribute, route.
 
     Args:
-        items: Episodes with their trace completeness (as :func:`~pocketpilot.trace.read_trace`
+        items: Episodes with their trace completeness (as :func:`~pocketpilot.tracing.trace.read_trace`
             returns them).
         tasks: Task specs to tag records with (by ``task_id``); unknown ids are tagged as
             ``deployment`` records.

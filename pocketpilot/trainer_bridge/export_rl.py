@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..contracts import Episode, ToolCallAction
 from ..errors import UsageError
-from ..trace import episode_to_openai
+from ..tracing.trace import episode_to_openai
 from .export_sft import normalize_message
 
 __all__ = ["RlGroup", "Rollout", "episode_cost", "rl_groups", "rollout"]

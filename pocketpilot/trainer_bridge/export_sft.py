@@ -1,6 +1,6 @@
 """SFT records from episodes: OpenAI chat messages with tools and a per-turn train mask.
 
-The unit is one episode. Its messages come from :func:`pocketpilot.trace.episode_to_openai`
+The unit is one episode. Its messages come from :func:`pocketpilot.tracing.trace.episode_to_openai`
 (one assistant message per step, followed by the feedback the planner saw), so the trainer
 sees exactly the history the planner saw. What the trainer *learns* is chosen per assistant
 turn:
@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..contracts import AskUser, Episode, Finish, Refuse, Step
-from ..trace import episode_to_openai, episode_tools
+from ..tracing.trace import episode_to_openai, episode_tools
 
 __all__ = [
     "MESSAGE_KEYS",

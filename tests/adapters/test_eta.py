@@ -133,7 +133,7 @@ async def test_trace_records_eta_version(eta, lib, tmp_path):
     from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
     from pocketpilot.harness import Session
     from pocketpilot.harness.planners import ScriptedPlanner
-    from pocketpilot.trace import read_trace
+    from pocketpilot.tracing.trace import read_trace
 
     executor = SandboxExecutor(SandboxPhone(), ["settings"])
     kw = session_kwargs(eta, [t.name for t in executor.tools()], library=lib)

@@ -15,7 +15,7 @@ import pytest
 from pocketpilot.harness import Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions, prepare
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 
 
 def cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:

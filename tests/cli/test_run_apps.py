@@ -10,7 +10,7 @@ from pocketpilot.cli import run as run_module
 from pocketpilot.cli.main import main
 from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxPhone
 from pocketpilot.harness.planners.scripted import ScriptedPlanner
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, planner: ScriptedPlanner, *args: str) -> int:

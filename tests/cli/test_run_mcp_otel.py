@@ -26,7 +26,7 @@ from pocketpilot.cli import run as run_module
 from pocketpilot.cli.main import main
 from pocketpilot.harness.base import PlannerOutput, PlanRequest
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 PINBOARD = ROOT / "examples" / "mcp_pinboard_server.py"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from _replay_traces import HOSTILE, hostile_trace, recall_trace
 
-from pocketpilot.replay import render_replay
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.replay import render_replay
+from pocketpilot.tracing.trace import read_trace
 
 
 class Node:

@@ -8,7 +8,7 @@ from pocketpilot.errors import TraceError
 from pocketpilot.executor import ToolRegistry, tool
 from pocketpilot.harness import HarnessConfig, Session
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.trace import actions_from_openai, episode_to_chat, episode_to_openai, read_trace
+from pocketpilot.tracing.trace import actions_from_openai, episode_to_chat, episode_to_openai, read_trace
 
 
 @tool

@@ -19,7 +19,7 @@ from pocketpilot.harness import AllowAll, Session  # noqa: E402
 from pocketpilot.harness.base import PlannerOutput, PlanRequest  # noqa: E402
 from pocketpilot.harness.observer import RunEvent  # noqa: E402
 from pocketpilot.harness.planners import ScriptedPlanner  # noqa: E402
-from pocketpilot.otel import OtelObserver, console_exporter, otlp_exporter  # noqa: E402
+from pocketpilot.tracing.otel import OtelObserver, console_exporter, otlp_exporter  # noqa: E402
 
 
 class CountingPlanner(ScriptedPlanner):

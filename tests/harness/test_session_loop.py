@@ -10,7 +10,7 @@ from pocketpilot.contracts import CriterionResult, Verdict
 from pocketpilot.errors import UsageError
 from pocketpilot.harness import AllowAll, CallbackConfirmation, HarnessConfig, Session, safety_policies
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 
 
 def call(name: str, **arguments: object) -> dict:

@@ -8,7 +8,7 @@ from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.skills import SkillLibrary
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 
 
 def call(name: str, **arguments: object) -> dict:

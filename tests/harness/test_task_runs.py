@@ -7,7 +7,7 @@ import pytest
 from pocketpilot.evaluation import run_task
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 
 SUITE = load_suite()
 

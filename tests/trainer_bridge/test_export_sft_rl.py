@@ -12,7 +12,7 @@ from pocketpilot.errors import UsageError
 from pocketpilot.evaluation import run_task
 from pocketpilot.harness.planners.scripted import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
-from pocketpilot.trace import read_trace
+from pocketpilot.tracing.trace import read_trace
 from pocketpilot.trainer_bridge.export_io import ExportDependencyError, format_for, read_jsonl, write_rows
 from pocketpilot.trainer_bridge.export_rl import rl_groups, rollout
 from pocketpilot.trainer_bridge.export_sft import label_turns, sft_record

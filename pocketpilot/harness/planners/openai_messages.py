@@ -15,7 +15,7 @@ assistant, ``tool_call`` action             ``assistant`` with ``tool_calls``: o
 assistant, any other action kind            ``assistant`` with one call of the reserved
 (memory_search, memory_write, load_skill,   function ``pp_<kind>`` whose arguments are the
 delegate, ask_user, refuse, finish)         action's fields (the convention of
-                                            :func:`pocketpilot.trace.episode_to_openai`, so
+                                            :func:`pocketpilot.tracing.trace.episode_to_openai`, so
                                             exported traces and live prompts agree)
 tool (the step's feedback)                  one ``tool`` message per call, with its
                                             ``tool_call_id``: a single call gets the harness's
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...contracts import Action, Step, ToolCallAction
-from ...trace import RESERVED_PREFIX
+from ...tracing.trace import RESERVED_PREFIX
 from ..base import ChatMessage
 
 __all__ = ["call_id", "openai_messages"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from .contracts import Episode, Step, ToolCallAction, ToolResult
+from ..contracts import Episode, Step, ToolCallAction, ToolResult
 
 __all__ = ["StepBar", "render_replay", "seconds", "step_chart"]
 
@@ -23,7 +23,7 @@ _HOLD_CODES = frozenset({"precondition_failed", "confirmation_denied", "not_allo
 """Error codes the harness's policies answer with (gate holds, denials), shown as holds."""
 
 _ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("pocketpilot", "templates"),
+    loader=jinja2.PackageLoader("pocketpilot.tracing", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ValidationError
 
-from .contracts import (
+from ..contracts import (
     ACTION_ADAPTER,
     ACTION_KINDS,
     Action,
@@ -40,7 +40,7 @@ from .contracts import (
     Verdict,
     utcnow,
 )
-from .errors import TraceError
+from ..errors import TraceError
 
 __all__ = [
     "RESERVED_PREFIX",
