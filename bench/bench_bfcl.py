@@ -249,7 +249,7 @@ async def validate(
 def _llama_planner(model: str, threads: int | None, n_ctx: int, max_tokens: int) -> Planner:
     from pocketpilot.contracts import SamplerSettings
     from pocketpilot.harness.planners import LlamaCppPlanner
-    from pocketpilot.model_store import ModelStore
+    from pocketpilot.models.store import ModelStore
 
     path, entry = ModelStore().resolve(model)
     return LlamaCppPlanner(

@@ -37,7 +37,7 @@ MODES = ("gbnf", "llg", "llg+ff")
 
 
 def prompt_file() -> Path:
-    from pocketpilot.model_store import pocketpilot_home
+    from pocketpilot.models.store import pocketpilot_home
 
     return pocketpilot_home() / "bench" / "ff_prompts.jsonl"
 
@@ -144,7 +144,7 @@ def main() -> None:
     from pocketpilot.contracts import SamplerSettings
     from pocketpilot.harness.base import PlanRequest
     from pocketpilot.harness.planners import LlamaCppPlanner
-    from pocketpilot.model_store import ModelStore
+    from pocketpilot.models.store import ModelStore
 
     path = prompt_file()
     if args.rebuild or not path.exists():

@@ -25,7 +25,7 @@ from pathlib import Path
 from pocketpilot.contracts import SamplerSettings
 from pocketpilot.harness import AllowAll, HarnessConfig, Session
 from pocketpilot.harness.planners import LlamaCppPlanner
-from pocketpilot.model_store import ModelStore
+from pocketpilot.models.store import ModelStore
 from pocketpilot.tasks import load_suite, prepare
 
 

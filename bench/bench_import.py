@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pocketpilot.model_store import ModelStore
+from pocketpilot.models.store import ModelStore
 from pocketpilot.tasks import load_suite
 from pocketpilot.trainer_bridge.checkpoints import (
     DEFAULT_PROBES,

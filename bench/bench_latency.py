@@ -130,7 +130,7 @@ def main() -> None:
     ap.add_argument("--skip-demo", action="store_true")
     ap.add_argument("--demo-only", action="store_true", help="only the demo's end-to-end figures")
     args = ap.parse_args()
-    from pocketpilot.model_store import ModelStore
+    from pocketpilot.models.store import ModelStore
 
     path, _ = ModelStore().resolve(args.model)
     if args.child:

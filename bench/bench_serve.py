@@ -192,7 +192,7 @@ async def phones(n: int, model: str, threads: int | None, max_steps: int) -> dic
 
     from pocketpilot.contracts import SamplerSettings
     from pocketpilot.harness.planners import LlamaCppPlanner
-    from pocketpilot.model_store import ModelStore
+    from pocketpilot.models.store import ModelStore
     from pocketpilot.serve import ServeConfig, create_app
 
     path, _ = ModelStore().resolve(model)

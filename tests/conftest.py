@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from leftovers import MARK, kill, mark_environment, wait_for_leftovers
 
-from pocketpilot.model_store import ModelStore
+from pocketpilot.models.store import ModelStore
 
 TEST_MODEL = os.environ.get("POCKETPILOT_TEST_MODEL", "qwen2.5-coder-0.5b")
 

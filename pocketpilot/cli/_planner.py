@@ -22,7 +22,7 @@ from ..contracts import SamplerSettings
 from ..errors import UsageError
 from ..harness import ContextBudget, Planner
 from ..harness.planners.openai_compat import OUTPUT_MODES
-from ..model_store import DEFAULT_MODEL, ModelStore
+from ..models.store import DEFAULT_MODEL, ModelStore
 from ._progress import pull_progress
 
 __all__ = ["budget_overrides", "build_planner", "context_budget", "planner_options"]

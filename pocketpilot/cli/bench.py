@@ -211,7 +211,7 @@ def _bench_ray(tasks: list, modes: tuple[Mode, ...], done: dict, log: OutcomeLog
         raise UsageError("--backend ray runs the harness configuration only; drop --compare/--no-harness")
     if endpoint:
         raise UsageError("--backend ray loads a local GGUF in each actor; --endpoint serves one model already")
-    from ..model_store import ModelStore
+    from ..models.store import ModelStore
 
     path, _ = ModelStore().resolve(model)
     factory = LlamaPlannerFactory(Path(path), sampler=SamplerSettings(temperature=temperature, max_tokens=max_new_tokens))

@@ -17,7 +17,7 @@ from ..executor.adb import AdbExecutor, connect_device, list_devices
 from ..executor.adb.server import PinnedAdbClient, ensure_server, stop_started_server
 from ..executor.simphone import simphone_status, start_simphone, stop_simphone
 from ..harness.base import Verifier
-from ..model_store import pocketpilot_home
+from ..models.store import pocketpilot_home
 
 __all__ = ["build_device_executor", "devices", "simphone"]
 

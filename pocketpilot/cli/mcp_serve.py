@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ..errors import UsageError
-from ..model_store import pocketpilot_home
+from ..models.store import pocketpilot_home
 from ._errors import ErrorMappingGroup
 from ._planner import build_planner, planner_options
 

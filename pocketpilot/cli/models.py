@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..model_store import DEFAULT_MODEL, ModelStore
+from ..models.store import DEFAULT_MODEL, ModelStore
 from ._progress import pull_progress
 
 __all__ = ["models"]

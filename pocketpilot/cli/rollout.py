@@ -51,7 +51,7 @@ def rollout(task_spec: str, limit: int | None, group_size: int, workers: int, us
     tasks = _select(task_spec)[:limit]
     if planner == "llama":
         if model is None:
-            from ..model_store import DEFAULT_MODEL, ModelStore
+            from ..models.store import DEFAULT_MODEL, ModelStore
 
             model = str(ModelStore().resolve(DEFAULT_MODEL)[0])
         factory: PlannerFactory = LlamaPlannerFactory(Path(model), Path(lora) if lora else None)

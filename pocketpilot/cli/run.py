@@ -27,7 +27,7 @@ from ..harness import (
     safety_policies,
 )
 from ..harness.observer import RunObserver
-from ..model_store import pocketpilot_home
+from ..models.store import pocketpilot_home
 from ..task_session import Mode, RunSettings, device_clock, load_harness_kit, run_task_session
 from ..tasks import TaskSpec, load_task
 from ..tasks.loader import bundled_task

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ..errors import BackendUnavailableError, UsageError
-from ..model_store import ModelStore, pocketpilot_home
+from ..models.store import ModelStore, pocketpilot_home
 from ._planner import build_planner, planner_options
 
 __all__ = ["serve"]

@@ -37,7 +37,7 @@ from ..contracts import (
     ToolSpec,
 )
 from ..errors import ContractError, PlannerOutputError
-from ..grammar_schema import grammar_friendly
+from ..models.grammar_schema import grammar_friendly
 
 __all__ = ["action_json_schema", "parse_action"]
 

@@ -118,7 +118,7 @@ class DeviceOpener:
             return OpenedDevice(adb, f"adb:{spec.serial}", close=adb.aclose)
         if isinstance(spec, SimPhoneDevice):
             from ..executor.simphone import simphone_status
-            from ..model_store import pocketpilot_home
+            from ..models.store import pocketpilot_home
 
             info = simphone_status(self.simphone_dir or pocketpilot_home() / "simphone")
             if info is None:

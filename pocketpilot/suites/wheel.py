@@ -50,7 +50,7 @@ classes need sentence-transformers, faiss and requests and are not extracted."""
 
 def default_cache() -> Path:
     """``$POCKETPILOT_HOME/bench/bfcl``: beside the models, so one cleanup covers both."""
-    from ..model_store import pocketpilot_home
+    from ..models.store import pocketpilot_home
 
     return pocketpilot_home() / "bench" / "bfcl"
 

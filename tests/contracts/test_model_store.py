@@ -6,7 +6,7 @@ import zipfile
 import pytest
 
 from pocketpilot.errors import ModelIntegrityError, ModelNotInstalledError, UnknownModelError
-from pocketpilot.model_store import CATALOGUE, DEFAULT_MODEL, CatalogueModel, ModelStore
+from pocketpilot.models.store import CATALOGUE, DEFAULT_MODEL, CatalogueModel, ModelStore
 
 
 def make_wheels(tmp_path, parts):

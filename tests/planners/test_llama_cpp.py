@@ -13,7 +13,7 @@ from pocketpilot.harness import AllowAll, HarnessConfig, Session
 from pocketpilot.harness.base import ChatMessage, PlannerOutput, PlanRequest
 from pocketpilot.harness.context import ContextAssembler, ContextBudget
 from pocketpilot.harness.planners import LlamaCppPlanner
-from pocketpilot.model_store import CATALOGUE
+from pocketpilot.models.store import CATALOGUE
 from pocketpilot.tasks import load_suite, prepare
 
 pytestmark = pytest.mark.slow

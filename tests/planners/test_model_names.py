@@ -8,7 +8,7 @@ import pytest
 
 from pocketpilot.errors import ModelIntegrityError, ModelNotInstalledError, UnknownModelError
 from pocketpilot.harness.planners import LlamaCppPlanner
-from pocketpilot.model_store import CatalogueModel, ModelStore
+from pocketpilot.models.store import CatalogueModel, ModelStore
 
 TINY = CatalogueModel(name="tiny-q4", description="test", packages=(), members=(), sha256="ab" * 32, size=None,
                       quant_type="Q4_K_M", aliases=("tiny",))

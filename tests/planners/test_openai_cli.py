@@ -11,7 +11,7 @@ from pathlib import Path
 
 from _openai_fake import FakeOpenAI
 
-from pocketpilot.model_store import DEFAULT_MODEL
+from pocketpilot.models.store import DEFAULT_MODEL
 
 TASK = "conditional-low-battery"
 GET = '{"kind":"tool_call","calls":[{"name":"get_settings","arguments":{}}]}'

@@ -24,7 +24,7 @@ from pocketpilot.contracts import SamplerSettings, Step, ToolCall, ToolCallActio
 from pocketpilot.errors import PlannerOutputError
 from pocketpilot.harness.base import ChatMessage, PlanRequest
 from pocketpilot.harness.planners import OpenAICompatPlanner
-from pocketpilot.model_store import DEFAULT_MODEL
+from pocketpilot.models.store import DEFAULT_MODEL
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import pytest
 from _checkpoint_gguf import write_qwen2_sibling
 
 from pocketpilot.cli.main import main
-from pocketpilot.model_store import file_sha256
+from pocketpilot.models.store import file_sha256
 from pocketpilot.tasks import load_suite
 from pocketpilot.trainer_bridge.checkpoints import (
     DEFAULT_PROBES,

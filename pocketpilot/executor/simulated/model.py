@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ...contracts import digest
 from ...errors import ExecutorError
-from ...grammar_schema import grammar_friendly  # the same GBNF-safe rewrite as the planner's
+from ...models.grammar_schema import grammar_friendly  # the same GBNF-safe rewrite as the planner's
 
 __all__ = ["LlamaCppResponseModel", "ResponseModel", "SimulationBackendError"]
 

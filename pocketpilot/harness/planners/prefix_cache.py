@@ -36,7 +36,7 @@ _MAGIC = b"PPKV1\n"
 
 def default_cache_dir() -> Path:
     """``$POCKETPILOT_HOME/kv-prefix`` (the user cache by default)."""
-    from ...model_store import pocketpilot_home
+    from ...models.store import pocketpilot_home
 
     return pocketpilot_home() / "kv-prefix"
 

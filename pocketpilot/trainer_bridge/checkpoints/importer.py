@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import PocketPilotError, UsageError
-from ...harness.planners.llama_cpp import quant_type_name
-from ...model_store import ModelStore, file_sha256
+from ...models.files import quant_type_name
+from ...models.store import ModelStore, file_sha256
 from ...tasks import TaskSpec
 from .compat import check_compatible
 from .devgate import DevGateReport, Evaluator, dev_gate, llama_evaluator, run_dev_gate

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...contracts import utcnow
-from ...model_store import file_sha256, pocketpilot_home
+from ...models.store import file_sha256, pocketpilot_home
 from .errors import CheckpointIntegrityError, PromotionRefusedError, RegistryError
 from .parity import ModelTarget
 from .promotion import check_force_reason, promotion_blockers

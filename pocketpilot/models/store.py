@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelIntegrityError, ModelNotInstalledError, ModelStoreError, UnknownModelError
+from ..errors import ModelIntegrityError, ModelNotInstalledError, ModelStoreError, UnknownModelError
 
 __all__ = [
     "CATALOGUE",
