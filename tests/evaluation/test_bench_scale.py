@@ -17,9 +17,15 @@ from pocketpilot.tasks.suite import load_generated_suite
 FINISH = {"kind": "finish", "summary": "done"}
 
 
+@pytest.fixture(scope="module")
+def every_task():
+    """The generated and the bundled suite, loaded once (about two seconds)."""
+    return load_generated_suite() + load_suite()
+
+
 @pytest.mark.parametrize("count", [1, 2, 3, 7])
-def test_shards_cover_every_task_exactly_once(count) -> None:
-    tasks = load_generated_suite() + load_suite()
+def test_shards_cover_every_task_exactly_once(count, every_task) -> None:
+    tasks = every_task
     shards = [shard_tasks(tasks, i, count) for i in range(count)]
     ids = [t.id for shard in shards for t in shard]
     assert sorted(ids) == sorted(t.id for t in tasks) and len(ids) == len(set(ids))
