@@ -11,7 +11,7 @@ Usage::
 
 The bfcl-eval wheel is fetched at run time (``pip download --no-deps``) into
 ``$POCKETPILOT_HOME/bench/bfcl`` (``--cache`` overrides) and never installed. Modes mean what
-they mean in ``pocketpilot.evaluation`` (see ``pocketpilot.suites.bfcl_run``). A task passes
+they mean in ``pocketpilot.evaluation.compare`` (see ``pocketpilot.suites.bfcl_run``). A task passes
 when BFCL's own checker accepts every turn (state and execution-result checks).
 
 Resuming: ``--out`` is rewritten after every task; a rerun with the same ``--out`` skips the
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pocketpilot.contracts import Finish  # noqa: E402
 from pocketpilot.errors import PocketPilotError  # noqa: E402
-from pocketpilot.evaluation import HarnessKit, load_harness_kit  # noqa: E402
+from pocketpilot.evaluation.compare import HarnessKit, load_harness_kit  # noqa: E402
 from pocketpilot.harness import HarnessConfig, Planner  # noqa: E402
 from pocketpilot.harness.planners import ScriptedPlanner  # noqa: E402
 from pocketpilot.suites import BfclSuite, BfclTask, SuiteError  # noqa: E402

@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pocketpilot.bench_runs import OutcomeLog, still_valid  # noqa: E402
+from pocketpilot.evaluation.bench_runs import OutcomeLog, still_valid  # noqa: E402
 from pocketpilot.cli.bench import select_tasks  # noqa: E402
-from pocketpilot.evaluation import BenchReport, SuiteReport, TaskOutcome  # noqa: E402
+from pocketpilot.evaluation.compare import BenchReport, SuiteReport, TaskOutcome  # noqa: E402
 from pocketpilot.tasks.template import load_templates  # noqa: E402
 from pocketpilot.trainer_bridge.release import difficulty_of  # noqa: E402
 

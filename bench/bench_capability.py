@@ -19,7 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
-from pocketpilot.evaluation import BenchReport, SuiteReport, TaskOutcome, load_harness_kit
+from pocketpilot.evaluation.compare import BenchReport, SuiteReport, TaskOutcome, load_harness_kit
 from pocketpilot.tasks import load_suite
 from pocketpilot.tracing.trace import read_trace
 

@@ -44,7 +44,7 @@ def prompt_file() -> Path:
 
 def build_prompts(path: Path) -> int:
     """Every step's request of every bundled task's oracle run, through the real harness."""
-    from pocketpilot.evaluation import run_task
+    from pocketpilot.evaluation.compare import run_task
     from pocketpilot.harness.planners import ScriptedPlanner
     from pocketpilot.tasks.loader import load_suite
     from pocketpilot.tasks.oracle import oracle_actions

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pocketpilot.evaluation import load_harness_kit
+from pocketpilot.evaluation.compare import load_harness_kit
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, Session, default_policies, safety_policies
 from pocketpilot.harness.planners import ScriptedPlanner

@@ -3,7 +3,7 @@
 ``--split test`` runs the held-out split; ``--no-harness`` runs the bare planner only;
 ``--compare`` runs both configurations in one invocation (the same loaded model), and the
 Markdown table shows per group success rate, mean steps, output tokens, wall time and the lift.
-At suite size: ``--shard i/n``, ``--resume`` and ``--backend ray`` (see :mod:`pocketpilot.bench_runs`).
+At suite size: ``--shard i/n``, ``--resume`` and ``--backend ray`` (see :mod:`pocketpilot.evaluation.bench_runs`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,17 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from ..bench_runs import OutcomeLog, parse_shard, run_ray_outcomes, shard_tasks, still_valid
 from ..errors import BackendUnavailableError, UsageError
-from ..evaluation import BenchReport, Mode, RunSettings, SuiteReport, TaskOutcome, load_harness_kit, run_comparison
+from ..evaluation.bench_runs import OutcomeLog, parse_shard, run_ray_outcomes, shard_tasks, still_valid
+from ..evaluation.compare import (
+    BenchReport,
+    Mode,
+    RunSettings,
+    SuiteReport,
+    TaskOutcome,
+    load_harness_kit,
+    run_comparison,
+)
 from ..tasks import load_suite
 from ._planner import budget_overrides, build_planner, planner_options
 from ._progress import task_bar

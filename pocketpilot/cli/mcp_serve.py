@@ -70,7 +70,7 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str,
     tools = executor.tools()  # specs: skills and notes attach by each tool's declared world
     kwargs: dict[str, Any] = {}
     if eta == "default":
-        from ..task_session import load_harness_kit
+        from ..evaluation.task_session import load_harness_kit
 
         kwargs = dict(load_harness_kit().session_kwargs(tools, memory=False, memory_search=False))
     if evidence:
@@ -95,8 +95,8 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str,
 
 def _device(device: str, apps: list[str] | None) -> tuple[Any, list[str]]:
     if device == "sandbox":
+        from ..evaluation.task_session import device_clock
         from ..executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
-        from ..task_session import device_clock
 
         phone = SandboxPhone()
         return SandboxExecutor(phone, apps or list(EVERYDAY_APPS)), [device_clock(phone.state.now)]

@@ -13,6 +13,7 @@ import click
 
 from ..contracts import Episode, Step, ToolCall, ToolSpec
 from ..errors import UsageError
+from ..evaluation.task_session import Mode, RunSettings, device_clock, load_harness_kit, run_task_session
 from ..executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
@@ -28,7 +29,6 @@ from ..harness import (
 )
 from ..harness.observer import RunObserver
 from ..models.store import pocketpilot_home
-from ..task_session import Mode, RunSettings, device_clock, load_harness_kit, run_task_session
 from ..tasks import TaskSpec, load_task
 from ..tasks.loader import bundled_task
 from ._embedder import default_embedder

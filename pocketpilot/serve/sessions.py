@@ -320,7 +320,7 @@ class SessionRegistry:
         if spec.eta == "none":
             return {"policies": safety_policies()}
         if self._kit is None:
-            from ..task_session import load_harness_kit
+            from ..evaluation.task_session import load_harness_kit
 
             self._kit = await asyncio.to_thread(load_harness_kit)
         return dict(self._kit.session_kwargs(tools, memory=memory, memory_search=memory))
@@ -352,7 +352,7 @@ class SessionRegistry:
                 memory = SessionMemory(self._memory.store, caller, sid)
             kwargs = await self._harness_kwargs(spec, tools, memory is not None)
             if device.state is not None and hasattr(device.state, "state"):
-                from ..task_session import device_clock
+                from ..evaluation.task_session import device_clock
 
                 kwargs["evidence"] = [device_clock(device.state.state.now)]
             confirm = ServeConfirmation(board, timeout)

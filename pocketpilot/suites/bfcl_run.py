@@ -8,7 +8,7 @@ skills, offered actions, guidance) and so is the verifier: after each turn BFCL'
 judges the worlds (:class:`~pocketpilot.suites.bfcl.TurnJudge`) as that turn's verifier, so
 each turn's trace holds its verdict.
 
-Modes mean what they mean in :mod:`pocketpilot.evaluation`: ``bare`` is the plain loop with
+Modes mean what they mean in :mod:`pocketpilot.evaluation.compare`: ``bare`` is the plain loop with
 every tool exposed and only the safety policies; ``harness`` runs the harness kit's session
 arguments for the turn's request (skills, gates, adapter guidance filtered to the exposed
 tools, and the default policy set η names). A BFCL task has no memories and no device, so the
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..contracts import CriterionResult, Episode, Finish, ToolCallAction, Verdict
 from ..errors import PocketPilotError
-from ..evaluation import HarnessKit, Mode, load_harness_kit
+from ..evaluation.compare import HarnessKit, Mode, load_harness_kit
 from ..harness import (
     AllowAll,
     ConfirmationPolicy,
@@ -155,7 +155,7 @@ async def run_bfcl_task(
         task: The task.
         planner: The planner; the same instance serves every turn (and both modes in a comparison).
         mode: ``bare`` or ``harness`` (see the module docstring).
-        kit: The harness kit (harness mode); default :func:`~pocketpilot.evaluation.load_harness_kit`,
+        kit: The harness kit (harness mode); default :func:`~pocketpilot.evaluation.compare.load_harness_kit`,
             as in the evaluation.
         config: Budgets per turn; default ``DEFAULT_TURN_STEPS`` steps and :data:`BFCL_BUDGET`.
         trace_dir: Where each turn's trace goes (one file per turn, ``task_id`` ``<id>#<turn>``).

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import adbutils
 
+from pocketpilot.evaluation.task_session import load_harness_kit
 from pocketpilot.executor.adb import AdbExecutor
 from pocketpilot.executor.sandbox.phone import SANDBOX_WORLD
 from pocketpilot.executor.tools import ToolRegistry, tool
-from pocketpilot.task_session import load_harness_kit
 
 
 def test_the_adb_device_declares_the_phone_world_and_gets_its_gates() -> None:

@@ -19,12 +19,12 @@ from pocketpilot.adapters import compile_eta, sandbox_tool_apps
 from pocketpilot.adapters.notes import DEFAULT_NOTES, SANDBOX
 from pocketpilot.contracts import ToolSpec
 from pocketpilot.errors import WorldError
+from pocketpilot.evaluation.task_session import load_harness_kit, run_task_session
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.executor.sandbox.phone import SANDBOX_WORLD
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.skills import SkillError, SkillLibrary
 from pocketpilot.skills.worlds import ToolSet
-from pocketpilot.task_session import load_harness_kit, run_task_session
 from pocketpilot.tasks import load_task, prepare
 from pocketpilot.tasks.world import ModelWorld
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pocketpilot.cli.main import main
-from pocketpilot.evaluation import SuiteReport, TaskOutcome
+from pocketpilot.evaluation.compare import SuiteReport, TaskOutcome
 from pocketpilot.tasks import TaskSpec, load_suite
 from pocketpilot.trainer_bridge.checkpoints import (
     CheckpointIntegrityError,

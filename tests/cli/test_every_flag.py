@@ -441,7 +441,7 @@ def test_bench_shard_and_resume(seam: Seam, test_gguf: Path, tmp_path: Path) -> 
 
 def test_ray_flags_reach_the_pool_or_are_refused(seam: Seam, test_gguf: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from pocketpilot.evaluation import TaskOutcome
+    from pocketpilot.evaluation.compare import TaskOutcome
     from pocketpilot.trainer_bridge.rollouts import ray_pool
 
     assert "--workers applies to --backend ray" in _invoke(["bench", "--workers", "3", "--limit", "1"]).output

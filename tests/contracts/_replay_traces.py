@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pocketpilot.evaluation import device_clock, load_harness_kit, run_task
+from pocketpilot.evaluation.compare import device_clock, load_harness_kit, run_task
 from pocketpilot.harness import AllowAll, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, prepare

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from pocketpilot.contracts import ToolCall
-from pocketpilot.evaluation import HarnessKit, load_harness_kit, run_task
+from pocketpilot.evaluation.compare import HarnessKit, load_harness_kit, run_task
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, parse_task
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from pocketpilot.cli import bench as bench_cli
 from pocketpilot.errors import UsageError
-from pocketpilot.evaluation import BENCH_SCHEMA, BenchReport, HarnessKit, run_comparison
+from pocketpilot.evaluation.compare import BENCH_SCHEMA, BenchReport, HarnessKit, run_comparison
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pocketpilot.bench_runs import OutcomeLog, parse_shard, shard_of, shard_tasks, still_valid
 from pocketpilot.errors import BackendUnavailableError, UsageError
-from pocketpilot.evaluation import HarnessKit, run_comparison
+from pocketpilot.evaluation.bench_runs import OutcomeLog, parse_shard, shard_of, shard_tasks, still_valid
+from pocketpilot.evaluation.compare import HarnessKit, run_comparison
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite
 from pocketpilot.tasks.suite import load_generated_suite
@@ -104,7 +104,7 @@ def test_bench_ray_backend_without_ray_is_a_typed_error(monkeypatch) -> None:
     monkeypatch.setattr(ray_pool, "ray_available", lambda: False)
     result = _bench("--backend", "ray", "--limit", "1", "--no-pull")
     assert result.exit_code == 2 and "ray backend is not available" in result.output
-    from pocketpilot.bench_runs import run_ray_outcomes
+    from pocketpilot.evaluation.bench_runs import run_ray_outcomes
 
     with pytest.raises(BackendUnavailableError):
         run_ray_outcomes(load_suite("dev")[:1], factory=None)
@@ -121,7 +121,7 @@ def test_bench_ray_backend_refuses_the_bare_mode(monkeypatch) -> None:
 @pytest.mark.slow
 def test_bench_ray_backend_runs_the_rollout_pool(tmp_path) -> None:
     pytest.importorskip("ray")
-    from pocketpilot.bench_runs import run_ray_outcomes
+    from pocketpilot.evaluation.bench_runs import run_ray_outcomes
     from pocketpilot.trainer_bridge.rollouts import ScriptedPlannerFactory
 
     tasks = load_generated_suite("dev")[:3]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pocketpilot.contracts import SamplerSettings
-from pocketpilot.evaluation import BENCH_SCHEMA, run_comparison
+from pocketpilot.evaluation.compare import BENCH_SCHEMA, run_comparison
 from pocketpilot.tasks import load_suite
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pocketpilot.bench_runs import OutcomeLog
-from pocketpilot.evaluation import TaskOutcome
+from pocketpilot.evaluation.bench_runs import OutcomeLog
+from pocketpilot.evaluation.compare import TaskOutcome
 from pocketpilot.tasks.template import load_templates
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_calibration.py"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pocketpilot.evaluation import device_clock, run_task
+from pocketpilot.evaluation.compare import device_clock, run_task
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite
 

@@ -7,9 +7,9 @@ import os
 
 import yaml
 
-from pocketpilot.evaluation import RunSettings, load_harness_kit, run_task
+from pocketpilot.evaluation.compare import RunSettings, load_harness_kit, run_task
+from pocketpilot.evaluation.task_session import task_config
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.task_session import task_config
 from pocketpilot.tasks import parse_task
 
 FINISH = {"kind": "finish", "summary": "done"}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pocketpilot.contracts import ToolCall, ToolSpec
-from pocketpilot.evaluation import run_task
+from pocketpilot.evaluation.compare import run_task
+from pocketpilot.evaluation.task_session import TaskUser
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.task_session import TaskUser
 from pocketpilot.tasks import load_suite, oracle_actions
 
 

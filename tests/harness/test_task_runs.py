@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pocketpilot.evaluation import run_task
+from pocketpilot.evaluation.compare import run_task
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
 from pocketpilot.tracing.trace import read_trace

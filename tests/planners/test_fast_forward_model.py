@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pocketpilot.contracts import SamplerSettings
-from pocketpilot.evaluation import run_task
+from pocketpilot.evaluation.compare import run_task
 from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from pocketpilot.harness import HarnessConfig, Session
 from pocketpilot.harness.action_schema import parse_action

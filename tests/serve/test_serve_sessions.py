@@ -282,8 +282,8 @@ async def test_a_model_the_store_does_not_know_is_the_clients_error(make_server)
 
 async def test_sessions_run_under_the_eta_the_operator_gave(make_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from pocketpilot.adapters import compile_eta, load_eta, sandbox_tool_apps, save_eta
+    from pocketpilot.evaluation.task_session import HarnessKit
     from pocketpilot.skills import SkillLibrary
-    from pocketpilot.task_session import HarnessKit
 
     library = SkillLibrary.builtin()
     tools, apps = sandbox_tool_apps()

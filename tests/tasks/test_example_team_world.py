@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pocketpilot.evaluation import run_task
+from pocketpilot.evaluation.compare import run_task
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
 

@@ -92,7 +92,7 @@ def test_regenerating_gives_the_committed_files(tmp_path) -> None:
 def _oracle_runs(tasks):
     import asyncio
 
-    from pocketpilot.evaluation import load_harness_kit, run_task
+    from pocketpilot.evaluation.compare import load_harness_kit, run_task
     from pocketpilot.harness.planners import ScriptedPlanner
     from pocketpilot.tasks import oracle_actions
 

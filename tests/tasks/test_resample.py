@@ -74,7 +74,7 @@ def test_the_cli_writes_the_mix(tmp_path) -> None:
 
 async def test_export_takes_the_mix_as_sampling_weights(tmp_path) -> None:
     from pocketpilot.cli.main import cli
-    from pocketpilot.evaluation import HarnessKit, run_task
+    from pocketpilot.evaluation.compare import HarnessKit, run_task
     from pocketpilot.harness.planners import ScriptedPlanner
     from pocketpilot.tasks import oracle_actions
     from pocketpilot.tasks.resample import TaskMix

@@ -26,11 +26,11 @@ def _imports(path: Path) -> set[str]:
 
 def test_no_tasks_module_imports_the_harness_or_the_bench() -> None:
     for path in sorted((ROOT / "pocketpilot" / "tasks").glob("*.py")):
-        bad = {m for m in _imports(path) if m.startswith(("pocketpilot.harness", "pocketpilot.evaluation"))}
+        bad = {m for m in _imports(path) if m.startswith(("pocketpilot.harness", "pocketpilot.evaluation.compare"))}
         assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
 def test_run_goes_through_the_task_session_not_the_bench() -> None:
     imports = _imports(ROOT / "pocketpilot" / "cli" / "run.py")
-    assert "pocketpilot.task_session.run_task_session" in imports
-    assert not any(m.startswith("pocketpilot.evaluation") for m in imports)
+    assert "pocketpilot.evaluation.task_session.run_task_session" in imports
+    assert not any(m.startswith("pocketpilot.evaluation.compare") for m in imports)

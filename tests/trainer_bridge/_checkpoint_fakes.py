@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pocketpilot.evaluation import SuiteReport, TaskOutcome
+from pocketpilot.evaluation.compare import SuiteReport, TaskOutcome
 from pocketpilot.tasks import TaskSpec
 from pocketpilot.trainer_bridge.checkpoints import ModelTarget, ParityBounds, ParityReport
 

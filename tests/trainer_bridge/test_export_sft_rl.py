@@ -9,7 +9,7 @@ import pytest
 
 from pocketpilot.contracts import CriterionResult, Finish, ToolResult, Verdict
 from pocketpilot.errors import UsageError
-from pocketpilot.evaluation import run_task
+from pocketpilot.evaluation.compare import run_task
 from pocketpilot.harness.planners.scripted import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
 from pocketpilot.tracing.trace import read_trace

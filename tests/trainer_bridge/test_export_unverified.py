@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pocketpilot.evaluation import run_task
+from pocketpilot.evaluation.compare import run_task
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, Session
 from pocketpilot.harness.planners import ScriptedPlanner

@@ -12,7 +12,7 @@ from _checkpoint_gguf import write_tiny_model
 from click.testing import CliRunner
 
 from pocketpilot.cli.checkpoint import checkpoint
-from pocketpilot.evaluation import SuiteReport, run_task
+from pocketpilot.evaluation.compare import SuiteReport, run_task
 from pocketpilot.tasks import TaskSpec, load_suite
 from pocketpilot.trainer_bridge.checkpoints import (
     CheckpointIntegrityError,

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ...evaluation import SuiteReport, run_suite
+from ...evaluation.compare import SuiteReport, run_suite
 from ...tasks import TaskSpec
 from .errors import GateFailedError
 from .parity import ModelTarget

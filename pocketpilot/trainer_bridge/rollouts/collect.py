@@ -22,7 +22,7 @@ from typing import Any
 
 from ...contracts import Episode
 from ...errors import UsageError
-from ...evaluation import TaskOutcome, run_task
+from ...evaluation.compare import TaskOutcome, run_task
 from ...tasks import TaskSpec
 from ..export_rl import RlGroup, rl_groups
 from .planners import PlannerFactory

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...contracts import Episode
 from ...errors import UsageError
-from ...evaluation import TaskOutcome
+from ...evaluation.compare import TaskOutcome
 from ...tasks import TaskSpec
 from .collect import EpisodeResult, RolloutReport, episode_jobs, group_results, run_episode
 from .planners import PlannerFactory

@@ -3,7 +3,7 @@
 What ``pocketpilot run --task`` and the bench share. A product run needs the task's world and
 verifier (:func:`pocketpilot.tasks.prepare`), the harness's kit (skills, their gates, adapter
 guidance under η, see :class:`HarnessKit`), the task's seeded memory, and one session; the bench
-(:mod:`pocketpilot.evaluation`) adds only what it measures on top. It lives outside
+(:mod:`pocketpilot.evaluation.compare`) adds only what it measures on top. It lives outside
 :mod:`pocketpilot.tasks` because it builds a harness ``Session``, and the tasks package never
 imports the harness.
 
@@ -30,8 +30,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from .contracts import Episode, RetrievedMemory, Step, ToolCall, ToolSpec
-from .harness import (
+from ..contracts import Episode, RetrievedMemory, Step, ToolCall, ToolSpec
+from ..harness import (
     ConfirmationPolicy,
     ContextBudget,
     HarnessConfig,
@@ -40,11 +40,11 @@ from .harness import (
     SkillStore,
     safety_policies,
 )
-from .harness.observer import RunObserver
-from .memory import Embedder
-from .skills.base import ToolGate
-from .tasks import TaskSpec, prepare
-from .tasks.memory_seed import prior_conversation
+from ..harness.observer import RunObserver
+from ..memory import Embedder
+from ..skills.base import ToolGate
+from ..tasks import TaskSpec, prepare
+from ..tasks.memory_seed import prior_conversation
 
 __all__ = [
     "PRIOR_BUDGET",
@@ -113,7 +113,7 @@ class HarnessKit:
         self._filter: Any | None = None
         self._router: Any | None = None
         if eta is not None:
-            from .adapters import GuidanceFilter, SkillRouter
+            from ..adapters import GuidanceFilter, SkillRouter
 
             self._filter = GuidanceFilter(eta)
             self._router = SkillRouter(library, stop_words=eta.stop_words) if library is not None else None
@@ -145,7 +145,7 @@ class HarnessKit:
         :func:`pocketpilot.adapters.session_kwargs`).
         """
         if self.eta is not None:
-            from .adapters import session_kwargs
+            from ..adapters import session_kwargs
 
             return session_kwargs(self.eta, list(exposed), library=self.library, memory=memory, delegate=True,
                                   guidance_filter=self._filter, request=request, recalled=recalled,
@@ -162,7 +162,7 @@ class HarnessKit:
         """Calls in ``episode`` that reached the executor against a declared precondition (None: none declared)."""
         if self.library is None:
             return None
-        from .skills import audit_episode
+        from ..skills import audit_episode
 
         found = audit_episode(episode, self.library)
         for v in found:
@@ -184,8 +184,8 @@ def load_harness_kit() -> HarnessKit:
     :mod:`pocketpilot.adapters` is missing: the report then says the harness had no skills.
     """
     try:
-        from .adapters import compile_eta, sandbox_tool_apps
-        from .skills import SkillLibrary
+        from ..adapters import compile_eta, sandbox_tool_apps
+        from ..skills import SkillLibrary
     except ImportError:
         logger.warning("pocketpilot.skills/adapters unavailable: the harness runs with memory only")
         return HarnessKit()

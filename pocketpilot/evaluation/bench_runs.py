@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .errors import BackendUnavailableError, UsageError
-from .evaluation import TaskOutcome
+from ..errors import BackendUnavailableError, UsageError
+from .compare import TaskOutcome
 
 __all__ = ["OUTCOME_LOG", "OutcomeLog", "parse_shard", "run_ray_outcomes", "shard_of", "shard_tasks", "still_valid"]
 
@@ -111,7 +111,7 @@ def run_ray_outcomes(tasks: Sequence[Any], factory: Any, *, workers: int = 2, tr
     Raises:
         BackendUnavailableError: ray is not installed.
     """
-    from .trainer_bridge.rollouts.ray_pool import collect_ray, ray_available
+    from ..trainer_bridge.rollouts.ray_pool import collect_ray, ray_available
 
     if not ray_available():
         raise BackendUnavailableError("ray", "pip install 'pocketpilot[ray]'")

@@ -20,7 +20,7 @@ same information, so the difference is the harness's lift:
 
 One planner instance serves the whole suite (loading a GGUF costs seconds); each task gets a
 fresh world (the sandbox phone, or the one its file brings), its own exposed tools, its own
-memory store and its verifier. The session itself is :mod:`pocketpilot.task_session`, which
+memory store and its verifier. The session itself is :mod:`pocketpilot.evaluation.task_session`, which
 ``pocketpilot run --task`` uses without this module.
 """
 
@@ -36,10 +36,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contracts import Episode, Step
-from .harness import ConfirmationPolicy, HarnessConfig, Planner
-from .harness.observer import RunObserver
-from .memory import Embedder
+from ..contracts import Episode, Step
+from ..harness import ConfirmationPolicy, HarnessConfig, Planner
+from ..harness.observer import RunObserver
+from ..memory import Embedder
+from ..tasks import TaskSpec
 from .task_session import (
     PRIOR_BUDGET,
     HarnessKit,
@@ -50,7 +51,6 @@ from .task_session import (
     recall_guidance,
     run_task_session,
 )
-from .tasks import TaskSpec
 
 __all__ = [
     "BENCH_SCHEMA",
@@ -247,7 +247,7 @@ async def run_task(
 ) -> tuple[Episode, TaskOutcome]:
     """Run one task on a fresh world, in one configuration, and verify it.
 
-    The run itself is :func:`pocketpilot.task_session.run_task_session` (what ``pocketpilot
+    The run itself is :func:`pocketpilot.evaluation.task_session.run_task_session` (what ``pocketpilot
     run --task`` does too); this adds the outcome the bench aggregates.
 
     Args:
@@ -261,7 +261,7 @@ async def run_task(
         prior_budget: Token budget of the earlier conversation (bare mode).
         on_step: Called with each step as it is recorded (the CLI prints it).
         confirm: Who answers the harness's questions; default
-            :class:`~pocketpilot.task_session.TaskUser` (yes to the confirmations the request
+            :class:`~pocketpilot.evaluation.task_session.TaskUser` (yes to the confirmations the request
             implies, no to a change it does not name), the CLI asks its user.
         observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
         settings: The caller's settings over the task's own (guidance, context budgets, steps).
