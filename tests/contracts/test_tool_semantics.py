@@ -13,7 +13,7 @@ import adbutils
 import pytest
 from pydantic import ValidationError
 
-import pocketpilot.executor.adb.executor as adb_module
+import pocketpilot.executor.adb.tools as adb_module
 import pocketpilot.executor.sandbox.apps as apps_package
 from pocketpilot.contracts import ToolEffect, ToolSpec
 from pocketpilot.errors import ToolDefinitionError, UsageError
