@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +31,7 @@ from .access import SHARED_OWNER, AccessPolicy, Caller, Operation
 from .embedders import Embedder
 from .errors import MemoryContentError
 from .fts import build_match_query
-from .fusion import FusionWeights, fuse, mmr
+from .fusion import Candidate, FusionWeights, fuse, mmr
 from .ledger import DeletionLedger
 from .models import MemoryCandidate, MemoryItem, SearchFilters, SearchHit, Tier, WriteResult
 from .redaction import Redactor
@@ -73,6 +74,16 @@ def _idle_core() -> bool:
         return cores > 1 and os.getloadavg()[0] < cores
     except OSError:  # pragma: no cover - no load average on this platform
         return False
+
+
+@dataclass
+class _Candidates:
+    """What each side of a search returned, before the filter runs on their union."""
+
+    keyword: list[tuple[int, float]] = field(default_factory=list)
+    vector: list[tuple[int, float]] = field(default_factory=list)
+    vecs: dict[int, np.ndarray] = field(default_factory=dict)
+    qvec: np.ndarray | None = None
 
 
 class SqliteMemory:
@@ -451,35 +462,47 @@ class SqliteMemory:
         tiers = tuple(filters.tiers or SEARCH_TIERS)
         statuses = ["active", "candidate"] + (["superseded"] if filters.include_superseded else [])
         where, params = _filter_sql(owner, tiers, statuses, filters)
-        pool = max(50, 5 * k)
+        found = self._candidates(owner, query, mode, tiers, filters, where, params, pool=max(50, 5 * k))
+        meta = self._filtered(found, where, params)
+        if meta is None:
+            return []
+        picked = self._fused(found, meta, owner, k)
+        return self._hits(picked)
+
+    def _candidates(
+        self, owner: str, query: str, mode: RetrievalMode, tiers: tuple[Tier, ...], filters: SearchFilters,
+        where: str, params: list[Any], *, pool: int,
+    ) -> _Candidates:
+        """The ``pool`` best of each side: BM25 ranks, and the vector side's ranks and vectors."""
         use_vectors = (mode != "keyword" and self._query_embedder is not None and self._vectors is not None
                        and bool(query.strip()))
         pending: Future[list[tuple[int, float]]] | None = None
-        keyword: list[tuple[int, float]] = []
+        found = _Candidates()
         if mode == "vector":
             pass
         elif use_vectors and self._db.has_reader and self._overlaps(owner):
             # BM25 on the reader connection in a worker, overlapping the embedding and vector scan.
             pending = self._keyword_worker().submit(self._keyword_ranks, query, where, params, pool)
         else:
-            keyword = self._keyword_ranks(query, where, params, pool)
-        vector: list[tuple[int, float]] = []
-        vecs: dict[int, np.ndarray] = {}
-        qvec = None
+            found.keyword = self._keyword_ranks(query, where, params, pool)
         try:
             if use_vectors:
                 assert self._query_embedder is not None and self._vectors is not None
-                qvec = self._query_embedder.embed([query[:2000]])[0]
-                vector, vecs = self._vectors.search(
-                    qvec, owner, pool, tiers=tiers, live_only=not filters.include_superseded
+                found.qvec = self._query_embedder.embed([query[:2000]])[0]
+                vector, found.vecs = self._vectors.search(
+                    found.qvec, owner, pool, tiers=tiers, live_only=not filters.include_superseded
                 )
-                vector = [(r, c) for r, c in vector if c >= self._weights.min_cosine]
+                found.vector = [(r, c) for r, c in vector if c >= self._weights.min_cosine]
         finally:
             if pending is not None:
-                keyword = pending.result()  # never leave the worker's query orphaned, even on error
-        rids = list(dict.fromkeys([*(r for r, _ in keyword), *(r for r, _ in vector)]))
+                found.keyword = pending.result()  # never leave the worker's query orphaned, even on error
+        return found
+
+    def _filtered(self, found: _Candidates, where: str, params: list[Any]) -> dict[int, tuple[float, float]] | None:
+        """Observed time and importance of the union's items that pass the filter; None when there is no candidate."""
+        rids = list(dict.fromkeys([*(r for r, _ in found.keyword), *(r for r, _ in found.vector)]))
         if not rids:
-            return []
+            return None
         marks = ",".join("?" * len(rids))
         # The filter again, on the union: owner, tier, status, category and time are enforced
         # here for both sides, whatever the indexes returned.
@@ -487,7 +510,13 @@ class SqliteMemory:
             f"SELECT i.rid, i.observed_at, i.importance FROM items i WHERE i.rid IN ({marks}) AND {where}",
             [*rids, *params],
         )
-        meta = {int(r): (float(t), float(imp)) for r, t, imp in meta_rows}
+        return {int(r): (float(t), float(imp)) for r, t, imp in meta_rows}
+
+    def _fused(
+        self, found: _Candidates, meta: dict[int, tuple[float, float]], owner: str, k: int
+    ) -> list[tuple[Candidate, float]]:
+        """Both sides fused with recency and importance, then ``k`` picked for diversity (MMR)."""
+        qvec, vecs = found.qvec, found.vecs
         cosines: dict[int, float] = {}
         if qvec is not None and self._vectors is not None:
             missing = [r for r in meta if r not in vecs]  # keyword-only hits: their cosine counts too
@@ -495,7 +524,7 @@ class SqliteMemory:
                 extra = self._vectors.vectors(missing, owner)
                 cosines = {r: float(v @ qvec) for r, v in extra.items()}
                 vecs = {**vecs, **extra}
-        ranked = fuse(keyword, vector, meta, time.time(), self._weights, cosines)[: 4 * k]
+        ranked = fuse(found.keyword, found.vector, meta, time.time(), self._weights, cosines)[: 4 * k]
         texts: dict[int, str] = {}
         if qvec is None or any(c.rid not in vecs for c in ranked):
             # MMR falls back to word overlap for items without a vector, and compares them
@@ -503,7 +532,10 @@ class SqliteMemory:
             marks = ",".join("?" * len(ranked))
             texts = {int(r): str(c) for r, c in self._db.query(
                 f"SELECT rid, content FROM items WHERE rid IN ({marks})", [c.rid for c in ranked])}
-        picked = mmr(ranked, k, self._weights.mmr_lambda, vecs if qvec is not None else None, texts)
+        return mmr(ranked, k, self._weights.mmr_lambda, vecs if qvec is not None else None, texts)
+
+    def _hits(self, picked: list[tuple[Candidate, float]]) -> list[SearchHit]:
+        """The picked items with every score that ranked them (evidence, never instructions)."""
         items = self._items_by_rid([c.rid for c, _ in picked])
         hits = []
         for cand, mmr_score in picked:
