@@ -12,23 +12,20 @@ from __future__ import annotations
 
 import json
 import random
-import re
-import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contracts import ToolSpec
 from ..executor.sandbox.diff import diff_values
 from .catalogue import Catalogue, Probe, run_calls, state_strings
 from .gen_world import GenWorld
-from .grounding import collection_of, criteria_from_changes, patch_from_changes, record_of
+from .grounding import criteria_from_changes, patch_from_changes
+from .phrasing import Phrasing, cap, fmt, label, lc, states, value_text, verb
 from .template import Pools, Selector, Template, free_text_params
 from .verify import matches
 
 __all__ = ["Draft", "Drafter"]
 
-_PAREN = re.compile(r"\s*\([^)]*\)")
 _SEED_DAYS = ("2025-03-02", "2025-03-05", "2025-03-08", "2025-03-11")
 
 
@@ -42,56 +39,6 @@ class Draft:
     tools: list[str]
     initial_state: dict[str, Any] = field(default_factory=dict)
     memory: list[dict[str, Any]] = field(default_factory=list)
-
-
-class _Format(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        raise KeyError(key)
-
-
-def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def _lc(text: str) -> str:
-    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) == 1 else text
-
-
-def _states(value: Any, text: str) -> bool:
-    """Whether ``text`` already says ``value``, as a word of its own: "1" is not in "100.0"."""
-    return re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w]|\.\d)", text, re.IGNORECASE) is not None
-
-
-def _label(key: str) -> str:
-    return key.replace("_", " ")
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "on" if v else "off"
-    if isinstance(v, str):
-        return f'"{v}"'
-    return str(v)
-
-
-def _args_text(args: dict[str, Any]) -> str:
-    return ", ".join(f"{_label(k)} {_value(v)}" for k, v in args.items())
-
-
-def _singular(words: str) -> str:
-    """English singular of a collection's last word ("standing orders" -> "standing order")."""
-    head, _, last = words.rpartition(" ")
-    for plural, single in (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("s", "")):
-        if last.endswith(plural) and len(last) > len(plural) + 2 and not last.endswith("ss"):
-            last = last[: -len(plural)] + single
-            break
-    return f"{head} {last}".strip()
-
-
-def _verb(spec: ToolSpec) -> str:
-    line = re.sub(r",?\s*\be\.g\..*", "", spec.description.strip().split("\n")[0])  # examples are not the action
-    first = re.split(r"\. |; ", line)[0]
-    return _PAREN.sub("", first).rstrip(".").strip() or _label(spec.name)
 
 
 def _unchanged(allow: list[str]) -> dict[str, Any]:
@@ -108,7 +55,7 @@ class Drafter:
     def __init__(self, world: GenWorld, catalogue: Catalogue, pools: Pools) -> None:
         self.world, self.cat, self.pools = world, catalogue, pools
         self.specs = catalogue.specs
-        self._base: dict[str, Any] | None = None
+        self.phrasing = Phrasing(world, catalogue, pools)
         self._families: dict[str, Callable[[Template, random.Random], Any]] = {
             "single_call": self.single_call,
             "multi_step": self.multi_step,
@@ -168,80 +115,15 @@ class Drafter:
     # ------------------------------------------------------------------ phrasing
 
     def noun(self, tool: str, args: dict[str, Any] | None = None, state: dict[str, Any] | None = None) -> str:
-        """What a request calls the record ``tool`` acts on: the state collection it lives in.
-
-        The record a call names by id sits in one collection of the world's state
-        (``bank.payees``); a create call grows one (``music.playlists``). That collection's key,
-        singular, is the noun ("payee", "playlist"), read from the state model and never from
-        the tool's name; ``pools.nouns`` overrides it by collection path or by app (a generic
-        key such as ``items`` says nothing), and the app's name is the last resort.
-        """
-        spec, app = self.specs[tool], self.world.app_of(tool)
-        path = None
-        if spec.id_arg:
-            if self._base is None:
-                self._base = self.world.start(self.cat.patch).dump()
-            tried = [(state, args)] if state is not None and args else []
-            tried += [(self._base, p.args) for p in self.cat.probes(tool)]
-            path = next((found for dump, a in tried if spec.id_arg in a
-                         and (found := collection_of(dump, str(a[spec.id_arg])))), None)
-        elif spec.effect == "create":
-            path = next((c.path for p in self.cat.probes(tool) for c in p.changes
-                         if isinstance(c.after, list) and len(c.after) > len(c.before or [])), None)
-        if path is not None:
-            if path in self.pools.nouns:
-                return self.pools.nouns[path]
-            key = path.rsplit(".", 1)[-1]
-            if key not in self.pools.generic_collections:
-                return _singular(_label(key))
-        return self.pools.nouns.get(app, app)
+        """What a request calls the record ``tool`` acts on (see :meth:`.phrasing.Phrasing.noun`)."""
+        return self.phrasing.noun(tool, args, state)
 
     def clause(self, tool: str, args: dict[str, Any], before: dict[str, Any], rng: random.Random,
                omit: Sequence[str] = ()) -> str:
-        """How one call reads as part of a request (lowercase, no final stop)."""
-        spec = self.specs[tool]
-        app = self.world.app_of(tool)
-        shown = {k: v for k, v in args.items() if k != spec.id_arg and k not in omit}
-        values = {
-            "app": app, "noun": self.noun(tool, args, before), "verb": _verb(spec), "verb_lc": _lc(_verb(spec)),
-            "args": _args_text(shown), "setting": _label(spec.setting or ""), "record": "", "onoff": "", "value": "",
-        }
-        bools = [v for v in shown.values() if isinstance(v, bool)]
-        if len(shown) == 1 and bools:
-            values["onoff"] = "on" if bools[0] else "off"
-        elif shown:
-            first = next(iter(shown.values()))
-            values["value"] = str(first)
-        if spec.id_arg and spec.id_arg in args:
-            rec = record_of(before, str(args[spec.id_arg])) or {}
-            fields = [(k, v) for k, v in rec.items() if k != "id" and isinstance(v, (str, int, float))
-                      and not isinstance(v, bool) and v != "" and not re.match(r"^\d{4}-\d{2}-\d{2}T", str(v))][:2]
-            values["record"] = "with " + " and ".join(f"{_label(k)} {_value(v)}" for k, v in fields) if fields \
-                else f"{args[spec.id_arg]}"
-            kind = ("delete" if spec.effect == "delete" else "read_record" if spec.effect == "read" or spec.read_only
-                    else "update_record_bool" if values["onoff"] else "update_record")
-        elif spec.effect == "setting" and spec.setting:
-            kind = "setting_bool" if values["onoff"] else "setting_value"
-        elif spec.effect == "create":
-            kind = "create" if shown else "plain"
-        elif spec.effect == "read" or spec.read_only:
-            kind = "read" if shown else "plain"
-        else:
-            kind = "with_args" if shown else "plain"
-        patterns = self.pools.clauses.get(kind) or ["{verb_lc} ({args})"]
-        text = rng.choice(patterns).format_map(_Format(values))
-        return text.replace(", )", ")").replace(" ()", "").replace(": ,", ":").rstrip(", ")
+        """How one call reads as part of a request (see :meth:`.phrasing.Phrasing.clause`)."""
+        return self.phrasing.clause(tool, args, before, rng, omit)
 
-    @staticmethod
-    def fmt(variants: list[str], rng: random.Random, **values: str) -> str:
-        full = dict(values)
-        for k, v in values.items():
-            full[k[:1].upper() + k[1:]] = _cap(v)
-        text = rng.choice(variants)
-        try:
-            return string.Formatter().vformat(text, (), _Format(full))
-        except KeyError:
-            return ""
+    fmt = staticmethod(fmt)
 
     # ------------------------------------------------------------------ running
 
@@ -379,22 +261,22 @@ class Drafter:
         if leaf is None:
             return None
         key, v = leaf
-        label = _label(key)
+        name = label(key)
         d = rng.choice([5, 10, 15])
         if isinstance(v, bool):
             shown = v if branch else not v
-            condition = f"{label} is {'on' if shown else 'off'}"
+            condition = f"{name} is {'on' if shown else 'off'}"
         elif isinstance(v, (int, float)):
             if branch:
-                condition = f"{label} is below {v + d}" if rng.random() < 0.5 or v - d < 0 else f"{label} is above {v - d}"
+                condition = f"{name} is below {v + d}" if rng.random() < 0.5 or v - d < 0 else f"{name} is above {v - d}"
             else:
                 if v - d < 0:
                     return None
-                condition = f"{label} is below {v - d}"
+                condition = f"{name} is below {v - d}"
         else:
             if not branch:
                 return None
-            condition = f'{label} is "{v}"'
+            condition = f'{name} is "{v}"'
         w = self._probe(t, "action", rng, exclude=[r.tool])
         if w is None:
             return None
@@ -404,7 +286,7 @@ class Drafter:
         tools = self._exposed(r.tool, w.tool)
         seen = {"kind": "call", "tool": r.tool}
         if not branch:
-            oracle = [_call(r.tool, r.args), {"finish": f"{_cap(label)} is {_value(v)}, so I left everything as it is."}]
+            oracle = [_call(r.tool, r.args), {"finish": f"{cap(name)} is {value_text(v)}, so I left everything as it is."}]
             criteria = [seen, {"kind": "no_call", "tool": w.tool, "args": w.args}, _unchanged([])]
             return Draft(goal, oracle, criteria, tools)
         ran = await self._sequence([(r.tool, r.args), (w.tool, w.args)])
@@ -413,7 +295,7 @@ class Drafter:
         before, after, _ = ran
         crit, allow = self._grounded(before, after)
         oracle = [_call(r.tool, r.args), *self._with_observe([w.tool], [_call(w.tool, w.args)])]
-        oracle.append({"finish": f"{_cap(label)} is {_value(v)}, so I did it: {action}."})
+        oracle.append({"finish": f"{cap(name)} is {value_text(v)}, so I did it: {action}."})
         order = {"kind": "order", "before": {"tool": r.tool}, "after": {"tool": w.tool}}
         return Draft(goal, oracle, [seen, *crit, order, _unchanged(allow)], tools)
 
@@ -481,8 +363,8 @@ class Drafter:
         if not missing:
             return None
         app = self.world.app_of(tool)
-        goal = self.fmt(t.goal, rng, app=app, verb=_verb(spec), verb_lc=_lc(_verb(spec)), noun=self.noun(tool))
-        oracle = [{"ask_user": f"Which {_label(missing[0])} should I use?"}]
+        goal = self.fmt(t.goal, rng, app=app, verb=verb(spec), verb_lc=lc(verb(spec)), noun=self.noun(tool))
+        oracle = [{"ask_user": f"Which {label(missing[0])} should I use?"}]
         criteria = [{"kind": "stop", "reason": ["ask_user"]}, {"kind": "no_call", "tool": tool}, _unchanged([])]
         return Draft(goal, oracle, criteria, self._exposed(tool))
 
@@ -661,10 +543,10 @@ class Drafter:
         if str(v).lower() in read.lower():
             return None  # the request would hold its own answer
         look = self._observe_call(r.tool, r.args) if self.specs[r.tool].id_arg else None
-        oracle = [*([look] if look else []), _call(r.tool, r.args), {"finish": f"The {_label(key)} is {v}."}]
+        oracle = [*([look] if look else []), _call(r.tool, r.args), {"finish": f"The {label(key)} is {v}."}]
         criteria = [{"kind": "call", "tool": r.tool, "args": r.args}, {"kind": "answer", "any_of": [str(v)]},
                     _unchanged([])]
-        return Draft(self.fmt(t.goal, rng, read=read, key=_label(key)), oracle, criteria, self._exposed(r.tool))
+        return Draft(self.fmt(t.goal, rng, read=read, key=label(key)), oracle, criteria, self._exposed(r.tool))
 
     async def handoff_read(self, t: Template, rng: random.Random) -> Draft | None:
         r = self._probe(t, "read", rng, writes=False)
@@ -686,16 +568,16 @@ class Drafter:
         before, after, _ = ran
         crit, allow = self._grounded(before, after)
         read = self.clause(r.tool, r.args, before, rng)
-        action = self.clause(w.tool, args, before, rng, omit=[ft]) + f", with the {_label(key)} as the {_label(ft)}"
-        if _states(v, read) or _states(v, action):
+        action = self.clause(w.tool, args, before, rng, omit=[ft]) + f", with the {label(key)} as the {label(ft)}"
+        if states(v, read) or states(v, action):
             return None  # the request would hold what the helper is to find out
-        delegate = {"instruction": _cap(read) + ".", "tools": [r.tool],
-                    "steps": [_call(r.tool, r.args), {"finish": f"{_label(key)}: {v}"}]}
+        delegate = {"instruction": cap(read) + ".", "tools": [r.tool],
+                    "steps": [_call(r.tool, r.args), {"finish": f"{label(key)}: {v}"}]}
         oracle = [{"delegate": delegate}, *self._with_observe([w.tool], [_call(w.tool, args)]),
                   {"finish": f"The helper reported {v}; {action}."}]
         criteria = [*crit, {"kind": "delegated"}, {"kind": "order", "before": {"tool": r.tool}, "after": {"tool": w.tool}},
                     _unchanged(allow)]
-        return Draft(self.fmt(t.goal, rng, read=read, key=_label(key), action=action), oracle, criteria,
+        return Draft(self.fmt(t.goal, rng, read=read, key=label(key), action=action), oracle, criteria,
                      self._exposed(r.tool, w.tool))
 
     async def handoff_id(self, t: Template, rng: random.Random) -> Draft | None:
@@ -719,9 +601,9 @@ class Drafter:
         first = self.clause(c.tool, c.args, before, rng)
         then = self.clause(w.tool, args, before, rng, omit=[ft])
         oracle = [
-            {"delegate": {"instruction": _cap(first) + ".", "tools": [c.tool],
+            {"delegate": {"instruction": cap(first) + ".", "tools": [c.tool],
                           "steps": [_call(c.tool, c.args), {"finish": f"Saved as {record_id}."}]}},
-            {"delegate": {"instruction": f"{_cap(then)}; put the id from the artifacts in the {_label(ft)}.",
+            {"delegate": {"instruction": f"{cap(then)}; put the id from the artifacts in the {label(ft)}.",
                           "tools": [w.tool], "artifacts": {"id": record_id},
                           "steps": [_call(w.tool, args), {"finish": "Done."}]}},
             {"finish": f"Saved {record_id} and passed its id on."},

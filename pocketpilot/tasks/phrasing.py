@@ -1,0 +1,168 @@
+"""The English a generated task is phrased in: a record's noun, one call as a clause, a template's variant.
+
+Drafting decides what a task does (:mod:`.families`); this module only says it. The words come
+from declarations: a tool's description (its verb), the state collection a record lives in (its
+noun), the pools' clause patterns and nouns, never from a tool's name.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from ..contracts import ToolSpec
+from .catalogue import Catalogue
+from .gen_world import GenWorld
+from .grounding import collection_of, record_of
+from .template import Pools
+
+__all__ = ["Phrasing", "cap", "fmt", "label", "lc", "states", "value_text", "verb"]
+
+_PAREN = re.compile(r"\s*\([^)]*\)")
+
+
+class Format(dict[str, str]):
+    """Values for ``str.format_map`` that refuse a missing key (a variant names a value the draft lacks)."""
+
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def cap(text: str) -> str:
+    """``text`` with its first letter upper case (the start of a sentence)."""
+    return text[:1].upper() + text[1:]
+
+
+def lc(text: str) -> str:
+    """``text`` with its first letter lower case, unless it starts with two capitals (an acronym)."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) == 1 else text
+
+
+def states(value: Any, text: str) -> bool:
+    """Whether ``text`` already says ``value``, as a word of its own: "1" is not in "100.0"."""
+    return re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w]|\.\d)", text, re.IGNORECASE) is not None
+
+
+def label(key: str) -> str:
+    """A field or setting key as words ("do_not_disturb" -> "do not disturb")."""
+    return key.replace("_", " ")
+
+
+def value_text(v: Any) -> str:
+    """A value as a request says it: booleans as on/off, strings quoted."""
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return str(v)
+
+
+def args_text(args: dict[str, Any]) -> str:
+    """Arguments as a request lists them ("volume 40, muted on")."""
+    return ", ".join(f"{label(k)} {value_text(v)}" for k, v in args.items())
+
+
+def singular(words: str) -> str:
+    """English singular of a collection's last word ("standing orders" -> "standing order")."""
+    head, _, last = words.rpartition(" ")
+    for plural, single in (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("s", "")):
+        if last.endswith(plural) and len(last) > len(plural) + 2 and not last.endswith("ss"):
+            last = last[: -len(plural)] + single
+            break
+    return f"{head} {last}".strip()
+
+
+def verb(spec: ToolSpec) -> str:
+    """What a tool does, from the first clause of its description (examples and asides dropped)."""
+    line = re.sub(r",?\s*\be\.g\..*", "", spec.description.strip().split("\n")[0])  # examples are not the action
+    first = re.split(r"\. |; ", line)[0]
+    return _PAREN.sub("", first).rstrip(".").strip() or label(spec.name)
+
+
+class Phrasing:
+    """Nouns and clauses for the calls of one world, with its catalogue's probes and the pools' words."""
+
+    def __init__(self, world: GenWorld, catalogue: Catalogue, pools: Pools) -> None:
+        self.world, self.cat, self.pools = world, catalogue, pools
+        self.specs = catalogue.specs
+        self._base: dict[str, Any] | None = None
+
+    def noun(self, tool: str, args: dict[str, Any] | None = None, state: dict[str, Any] | None = None) -> str:
+        """What a request calls the record ``tool`` acts on: the state collection it lives in.
+
+        The record a call names by id sits in one collection of the world's state
+        (``bank.payees``); a create call grows one (``music.playlists``). That collection's key,
+        singular, is the noun ("payee", "playlist"), read from the state model and never from
+        the tool's name; ``pools.nouns`` overrides it by collection path or by app (a generic
+        key such as ``items`` says nothing), and the app's name is the last resort.
+        """
+        spec, app = self.specs[tool], self.world.app_of(tool)
+        path = None
+        if spec.id_arg:
+            if self._base is None:
+                self._base = self.world.start(self.cat.patch).dump()
+            tried = [(state, args)] if state is not None and args else []
+            tried += [(self._base, p.args) for p in self.cat.probes(tool)]
+            path = next((found for dump, a in tried if spec.id_arg in a
+                         and (found := collection_of(dump, str(a[spec.id_arg])))), None)
+        elif spec.effect == "create":
+            path = next((c.path for p in self.cat.probes(tool) for c in p.changes
+                         if isinstance(c.after, list) and len(c.after) > len(c.before or [])), None)
+        if path is not None:
+            if path in self.pools.nouns:
+                return self.pools.nouns[path]
+            key = path.rsplit(".", 1)[-1]
+            if key not in self.pools.generic_collections:
+                return singular(label(key))
+        return self.pools.nouns.get(app, app)
+
+    def clause(self, tool: str, args: dict[str, Any], before: dict[str, Any], rng: random.Random,
+               omit: Sequence[str] = ()) -> str:
+        """How one call reads as part of a request (lowercase, no final stop)."""
+        spec = self.specs[tool]
+        app = self.world.app_of(tool)
+        shown = {k: v for k, v in args.items() if k != spec.id_arg and k not in omit}
+        values = {
+            "app": app, "noun": self.noun(tool, args, before), "verb": verb(spec), "verb_lc": lc(verb(spec)),
+            "args": args_text(shown), "setting": label(spec.setting or ""), "record": "", "onoff": "", "value": "",
+        }
+        bools = [v for v in shown.values() if isinstance(v, bool)]
+        if len(shown) == 1 and bools:
+            values["onoff"] = "on" if bools[0] else "off"
+        elif shown:
+            first = next(iter(shown.values()))
+            values["value"] = str(first)
+        if spec.id_arg and spec.id_arg in args:
+            rec = record_of(before, str(args[spec.id_arg])) or {}
+            fields = [(k, v) for k, v in rec.items() if k != "id" and isinstance(v, (str, int, float))
+                      and not isinstance(v, bool) and v != "" and not re.match(r"^\d{4}-\d{2}-\d{2}T", str(v))][:2]
+            values["record"] = "with " + " and ".join(f"{label(k)} {value_text(v)}" for k, v in fields) if fields \
+                else f"{args[spec.id_arg]}"
+            kind = ("delete" if spec.effect == "delete" else "read_record" if spec.effect == "read" or spec.read_only
+                    else "update_record_bool" if values["onoff"] else "update_record")
+        elif spec.effect == "setting" and spec.setting:
+            kind = "setting_bool" if values["onoff"] else "setting_value"
+        elif spec.effect == "create":
+            kind = "create" if shown else "plain"
+        elif spec.effect == "read" or spec.read_only:
+            kind = "read" if shown else "plain"
+        else:
+            kind = "with_args" if shown else "plain"
+        patterns = self.pools.clauses.get(kind) or ["{verb_lc} ({args})"]
+        text = rng.choice(patterns).format_map(Format(values))
+        return text.replace(", )", ")").replace(" ()", "").replace(": ,", ":").rstrip(", ")
+
+
+def fmt(variants: list[str], rng: random.Random, **values: str) -> str:
+    """One of a template's ``variants`` filled with ``values`` (``{Key}`` capitalised); "" when one is missing."""
+    full = dict(values)
+    for k, v in values.items():
+        full[k[:1].upper() + k[1:]] = cap(v)
+    text = rng.choice(variants)
+    try:
+        return string.Formatter().vformat(text, (), Format(full))
+    except KeyError:
+        return ""
