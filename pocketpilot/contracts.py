@@ -43,6 +43,7 @@ __all__ = [
     "LoadSkill",
     "MemorySearch",
     "MemoryWrite",
+    "Notice",
     "PlannerInfo",
     "PlannerTurn",
     "Refuse",
@@ -702,6 +703,73 @@ StopReason = Literal[
 ]
 
 
+class Notice(str):
+    """A message the harness tells the planner with a step: its text, who said it and a stable code.
+
+    The planner reads only the text, so a notice is that text (a ``str``: feedback, exports
+    and every reader of words stay as they were); the policy and the code are what programs
+    read, so rewording a notice never changes what a reader attributes to it. A trace written
+    before notices carried fields holds plain strings: they read as notices with neither.
+    """
+
+    policy: str
+    code: str
+
+    def __new__(cls, text: str, *, policy: str = "", code: str = "") -> Notice:
+        self = super().__new__(cls, text)
+        self.policy, self.code = policy, code
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_notice, (str(self), self.policy, self.code))
+
+    @property
+    def text(self) -> str:
+        """The words the planner read."""
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"Notice({str(self)!r}, policy={self.policy!r}, code={self.code!r})"
+
+    @classmethod
+    def of(cls, text: str, *, policy: str, code: str) -> Notice:
+        """``text`` with its speaker and code; a notice that already names its policy keeps both."""
+        if isinstance(text, Notice) and text.policy:
+            return text
+        return cls(text, policy=policy, code=code)
+
+    @classmethod
+    def _validate(cls, value: Any) -> Notice:
+        if isinstance(value, Notice):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, Mapping) and isinstance(value.get("text"), str):
+            return cls(value["text"], policy=str(value.get("policy") or ""), code=str(value.get("code") or ""))
+        raise ValueError("a notice is a string or an object with text, policy and code")
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(
+            cls._validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda n: {"policy": getattr(n, "policy", ""), "code": getattr(n, "code", ""), "text": str(n)}),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> dict[str, Any]:
+        return {"anyOf": [{"type": "string"},
+                          {"type": "object", "required": ["text"],
+                           "properties": {"policy": {"type": "string"}, "code": {"type": "string"},
+                                          "text": {"type": "string"}}}]}
+
+
+def _notice(text: str, policy: str, code: str) -> Notice:
+    return Notice(text, policy=policy, code=code)
+
+
 class Step(_Contract):
     """One planner decision and everything the environment answered."""
 
@@ -714,8 +782,9 @@ class Step(_Contract):
     """One per call of a tool_call action, in call order; the observation of other actions."""
     planner: PlannerTurn | None = None
     retrieved: list[RetrievedMemory] = Field(default_factory=list)
-    notices: list[str] = Field(default_factory=list)
-    """Harness messages fed back with the results (repeated-failure warnings, denials)."""
+    notices: list[Notice] = Field(default_factory=list)
+    """Harness messages fed back with the results (repeated-failure warnings, denials), each
+    with the policy that said it and a stable code; a plain string reads as a notice."""
     error: ToolError | None = None
     """A step-level error: unparseable output, an action the harness rejected."""
     started_at: datetime = Field(default_factory=utcnow)
@@ -741,6 +810,11 @@ class CriterionResult(_Contract):
     kind: str | None = None
     """The criterion's kind (``state``, ``call``, ``check``, ...) for readers that group results;
     None in traces older than this field and for verdicts no task criterion produced."""
+    tool: str | None = None
+    """The tool a ``call`` or ``no_call`` criterion is about: what readers (the failure
+    diagnosis) attribute to, instead of parsing the criterion's name or detail."""
+    missing: bool = False
+    """True when the criterion failed because its tool was never called at all."""
 
 
 class Verdict(_Contract):

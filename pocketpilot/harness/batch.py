@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from ..contracts import ToolCall, ToolCallAction, ToolResult, ToolSpec, spec_for_call
+from ..contracts import Notice, ToolCall, ToolCallAction, ToolResult, ToolSpec, spec_for_call
 from ..errors import ExecutorError
 from .policies import Allow, Hold, Policy, Rewrite, RunView, Stop
 from .routed import Routed, RunStopped
@@ -23,7 +23,7 @@ Decided = Callable[[ToolCall, int, ToolResult | None], None]
 
 
 async def _decide(call: ToolCall, calls: list[ToolCall], i: int, policies: Sequence[Policy],
-                  tools: Mapping[str, ToolSpec], run: RunView, notices: list[str]) -> ToolResult | None:
+                  tools: Mapping[str, ToolSpec], run: RunView, notices: list[Notice]) -> ToolResult | None:
     """None to run ``calls[i]`` (possibly rewritten in place), or the failed result that holds it."""
     spec = spec_for_call(tools, call)  # the call's semantics: an argument may select its effect
     if spec is None:
@@ -31,17 +31,17 @@ async def _decide(call: ToolCall, calls: list[ToolCall], i: int, policies: Seque
     for policy in policies:
         decision = await policy.before_call(call, spec, calls, run)
         if isinstance(decision, Rewrite):
-            notices.append(decision.notice)
+            notices.append(Notice.of(decision.notice, policy=policy.name, code="rewritten"))
             call = calls[i] = decision.call
             spec = spec_for_call(tools, call) or spec
         elif isinstance(decision, Hold):
             if decision.notice:
-                notices.append(decision.notice)
+                notices.append(Notice.of(decision.notice, policy=policy.name, code=decision.code))
             return ToolResult.failure(decision.code, decision.message)
         elif isinstance(decision, Stop):
             raise RunStopped(decision.reason, decision.detail)
         elif isinstance(decision, Allow) and decision.notice:
-            notices.append(decision.notice)
+            notices.append(Notice.of(decision.notice, policy=policy.name, code="allowed"))
     return None
 
 

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ..contracts import (
-    Action, AskUser, ChatMessage, Delegate, Episode, Finish, LoadSkill, MemorySearch, MemoryWrite, PlannerTurn,
+    Action, AskUser, ChatMessage, Delegate, Episode, Finish, LoadSkill, MemorySearch, MemoryWrite, Notice, PlannerTurn,
     Refuse, Step, StopReason, ToolCall, ToolCallAction, ToolError, ToolResult, Verdict, digest, spec_for_call,
     utcnow,
 )
@@ -131,7 +131,7 @@ class Run(RunState):
             advice = policy.after_step(report, self)
             if advice is None:
                 continue
-            merged.notices += advice.notices
+            merged.notices += [Notice.of(n, policy=policy.name, code="advice") for n in advice.notices]
             merged.followups += [c for c in advice.followups if c not in merged.followups]
             merged.withhold |= advice.withhold
             merged.stop = merged.stop or advice.stop
@@ -163,7 +163,8 @@ class Run(RunState):
         routed = await self._batch(action)
         advice = self._advise(routed, action, by_harness=True)
         step = Step(index=len(self.steps), context_digest="", action=routed.executed or action, results=routed.results,
-                    notices=[f"run by the harness after step {index + 1}'s results met its precondition",
+                    notices=[Notice(f"run by the harness after step {index + 1}'s results met its precondition",
+                                    policy="harness", code="harness_step"),
                              *routed.notices, *advice.notices],
                     started_at=started_at, duration_s=time.monotonic() - t0)
         await self._record(step, action.model_dump_json(), self._feedback(step.results, routed.notices + advice.notices))
@@ -217,7 +218,8 @@ class Run(RunState):
         turn = exc.turn if isinstance(exc.turn, PlannerTurn) else PlannerTurn(raw=exc.raw, finish_reason="error")
         self.tokens += turn.prompt_tokens_evaluated + turn.completion_tokens
         error = ToolError(code="invalid_action", message=exc.reason)
-        notice = "Your last output was not a valid action. Reply with exactly one JSON action as described."
+        notice = Notice("Your last output was not a valid action. Reply with exactly one JSON action as described.",
+                        policy="harness", code="invalid_action")
         step = Step(index=len(self.steps), context_digest=context_digest, planner=turn, error=error, notices=[notice],
                     started_at=started_at, duration_s=time.monotonic() - t0, **seen)
         await self._record(step, exc.raw, json.dumps({"error": error.model_dump(), "notices": [notice]}))

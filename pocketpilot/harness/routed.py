@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..contracts import Action, Episode, RetrievedMemory, StopReason, ToolCall, ToolResult
+from ..contracts import Action, Episode, Notice, RetrievedMemory, StopReason, ToolCall, ToolResult
 
 __all__ = ["RunStopped", "Routed"]
 
@@ -14,7 +14,7 @@ class Routed:
     """The results of one action, and what the loop records and does next."""
 
     results: list[ToolResult] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
     retrieved: list[RetrievedMemory] = field(default_factory=list)
     children: list[Episode] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..contracts import ChatMessage, EpisodeHeader, Step, StopReason, ToolCall, ToolResult, ToolSpec
+from ..contracts import ChatMessage, EpisodeHeader, Notice, Step, StopReason, ToolCall, ToolResult, ToolSpec
 from ..errors import UsageError
 from ..executor.effects import ClassifiesEffects
 from ..memory.base import DescribesRetrieval
@@ -111,13 +111,15 @@ class RunState:
 
     # ------------------------------------------------------------------ context and skills
 
-    def _prefix(self) -> tuple[ChatMessage, list[str]]:
+    def _prefix(self) -> tuple[ChatMessage, list[Notice]]:
         filtered = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
         # the session's static guidance (an operating policy) goes right after the rules, ahead of
         # what the request changes (routed notes, loaded procedures): a long policy stays in the KV prefix
         static = len(self.s.guidance)
-        return self.assembler.prefix(list(self.tools.values()), self.kinds, [*filtered, *self.guidance[static:]],
-                                     self.loadable(), policy=self.guidance[:static])
+        prefix, notices = self.assembler.prefix(list(self.tools.values()), self.kinds,
+                                                [*filtered, *self.guidance[static:]], self.loadable(),
+                                                policy=self.guidance[:static])
+        return prefix, [Notice.of(n, policy="harness", code="guidance_over_budget") for n in notices]
 
     def _evidence(self) -> list[ChatMessage]:
         return [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")] if self.s.evidence else []

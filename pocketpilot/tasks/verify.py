@@ -190,11 +190,9 @@ def _call(c: CallCriterion, episode: Episode) -> CriterionResult:
     if len(hits) >= c.min_count:
         return CriterionResult(name=name, passed=True, detail=f"{len(hits)} matching call(s)")
     if not same_tool:
-        detail = f"{c.tool} was never called"
-    else:
-        seen = "; ".join(f"{_short(call.arguments, 80)} -> {_outcome(res)}" for call, res in same_tool[:3])
-        detail = f"{len(hits)} of {c.min_count} needed; calls seen: {seen}"
-    return CriterionResult(name=name, passed=False, detail=detail)
+        return CriterionResult(name=name, passed=False, detail=f"{c.tool} was never called", missing=True)
+    seen = "; ".join(f"{_short(call.arguments, 80)} -> {_outcome(res)}" for call, res in same_tool[:3])
+    return CriterionResult(name=name, passed=False, detail=f"{len(hits)} of {c.min_count} needed; calls seen: {seen}")
 
 
 def _no_call(c: NoCallCriterion, episode: Episode) -> CriterionResult:
@@ -664,7 +662,8 @@ def check_criterion(
     is imported from (the task's folders).
     """
     result = _judge(criterion, initial, final, episode, final_dump, tools, roots)
-    return result.model_copy(update={"kind": criterion.kind})
+    tool = criterion.tool if isinstance(criterion, (CallCriterion, NoCallCriterion)) else None
+    return result.model_copy(update={"kind": criterion.kind, "tool": tool})
 
 
 def _judge(criterion: Criterion, initial: WorldState | Mapping[str, Any], final: WorldState | Mapping[str, Any],

@@ -43,7 +43,6 @@ Each failed episode gets at least one finding; when no rule fires the attributio
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -104,12 +103,10 @@ STATE_CODES = frozenset(
     {"conflict", "not_active", "not_connected", "bluetooth_off", "device_off", "no_sms_app", "not_launchable"}
 )
 BUDGET_STOPS = frozenset({"max_steps", "max_tokens", "max_seconds"})
-_NEVER_CALLED = re.compile(r"^(?P<tool>[A-Za-z_][\w.-]*) was never called$")
-_CALL_NAME = re.compile(r"^call (?P<tool>[A-Za-z_][\w.-]*)")
-_ORDER_NAME = re.compile(r"^order ")
-_NO_CALL_NAME = re.compile(r"^no call ")
-_STOP_NAME = re.compile(r"^stop by ")
-_UNCHANGED_NAME = re.compile(r"^nothing else changed")
+ORDER_KINDS = frozenset({"order", "delegation_order", "action_order"})
+REPEATED_FAILURE = "repeated_failure"
+"""The code of the repeat-failure policy's notice (``harness.policies.repeat_failure``): the
+diagnosis reads notices by code, so rewording one never changes what it attributes."""
 
 
 class Finding(BaseModel):
@@ -164,7 +161,7 @@ def _tool_findings(episode: Episode, known: frozenset[str], exposed: set[str], o
     for step in episode.steps:
         if isinstance(step.action, LoadSkill) and step.results and step.results[0].ok:
             loaded += 1
-        if any("has failed" in n and "Stop guessing" in n for n in step.notices):
+        if any(getattr(n, "code", "") == REPEATED_FAILURE for n in step.notices):
             _find(out, "recovery", [step.index], "the harness warned about a repeated identical failure")
         calls = step.action.calls if isinstance(step.action, ToolCallAction) else []
         for i, result in enumerate(step.results):
@@ -233,28 +230,24 @@ def _criteria_findings(episode: Episode, exposed: set[str], out: list[Finding]) 
     for c in episode.verdict.criteria:
         if c.passed:
             continue
-        call = _CALL_NAME.match(c.name)
-        never = _NEVER_CALLED.match(c.detail)
-        if call and never:
-            tool = never.group("tool")
+        tool = c.tool
+        if c.kind == "call" and tool and c.missing:
             if tool not in exposed:
                 _find(out, "wrong_tool_exposure", last, f"{c.name}: needs {tool}, which was not exposed", tool)
             elif stopped_by_claim:
                 _find(out, "premature_stop", last, f"stopped by {episode.stop_reason} before calling {tool}", tool)
-        elif call:
-            tool = call.group("tool")
+        elif c.kind == "call" and tool:
             ok_steps = _called_ok(episode, tool)
             if ok_steps:
                 _find(out, "argument_grounding", ok_steps, f"{c.name}: {c.detail}", tool)
-        elif _ORDER_NAME.match(c.name):
+        elif c.kind in ORDER_KINDS:
             steps = [i for i, _, _ in episode.tool_calls()]
             _find(out, "decomposition", steps, f"{c.name}: {c.detail}")
-        elif _NO_CALL_NAME.match(c.name):
-            tool = c.name[len("no call "):].split("(", 1)[0]
+        elif c.kind == "no_call" and tool:
             _find(out, "routing", _attempted(episode, tool) or last, f"{c.name}: {c.detail}", tool)
-        elif _STOP_NAME.match(c.name):
+        elif c.kind == "stop":
             _find(out, "premature_stop", last, f"{c.name}: {c.detail}")
-        elif _UNCHANGED_NAME.match(c.name):
+        elif c.kind == "unchanged":
             steps = [i for i, _, res in episode.tool_calls() if res is not None and res.ok]
             _find(out, "state_tracking", steps, f"{c.name}: {c.detail}")
 

@@ -21,6 +21,7 @@ from pocketpilot.cli.diagnose import diagnose as diagnose_cli
 from pocketpilot.contracts import (
     AskUser,
     CriterionResult,
+    Notice,
     Finish,
     LoadSkill,
     MemorySearch,
@@ -38,8 +39,14 @@ from pocketpilot.trainer_bridge.export_synthetic import make_episode
 KNOWN = ["set_wifi", "send_sms", "get_battery", "power_off", "save_note"]
 
 
-def fail(*criteria: tuple[str, str]) -> Verdict:
-    return Verdict(success=False, criteria=[CriterionResult(name=n, passed=False, detail=d) for n, d in criteria])
+def fail(*criteria: tuple[str, str] | tuple[str, str, dict]) -> Verdict:
+    """Failed criteria; the third element holds the structured fields a verifier sets (kind, tool, missing)."""
+    return Verdict(success=False, criteria=[CriterionResult(name=c[0], passed=False, detail=c[1], **(c[2] if len(c) > 2 else {}))
+                                            for c in criteria])
+
+
+def never(tool: str) -> tuple[str, str, dict]:
+    return (f"call {tool}", f"{tool} was never called", {"kind": "call", "tool": tool, "missing": True})
 
 
 def call(name, args, result):
@@ -50,32 +57,33 @@ FIN = {"action": Finish(summary="done"), "results": []}
 
 CASES = {
     "routing": ([call("make_coffee", {}, ToolResult.failure("unknown_tool", "'make_coffee' is not exposed")), FIN],
-                fail(("call set_wifi", "set_wifi was never called")), "finish", [0]),
+                fail(never("set_wifi")), "finish", [0]),
     "argument_grounding": ([call("send_sms", {"to": "Bob"}, ToolResult.failure("not_found", "no contact Bob")), FIN],
-                           fail(("call send_sms", "0 of 1 needed")), "finish", [0]),
+                           fail(("call send_sms", "0 of 1 needed", {"kind": "call", "tool": "send_sms"})), "finish", [0]),
     "state_tracking": ([call("set_wifi", {"enabled": True}, ToolResult.failure("conflict", "already casting")), FIN],
                        fail(("state cast.target == 'x'", "cast.target is 'y'")), "finish", [0]),
     "recovery": ([call("get_battery", {"unit": "k"}, ToolResult.failure("bad", "nope")),
                   {**call("get_battery", {"unit": "k"}, ToolResult.failure("bad", "nope")),
-                   "notices": ["get_battery with these exact arguments has failed 2 times. Stop guessing this variation"]}],
+                   "notices": [Notice("get_battery failed twice", policy="repeat_failure", code="repeated_failure")]}],
                  fail(("state settings.wifi == false", "settings.wifi is true")), "max_steps", [1]),
     "decomposition": ([{"calls": [("set_wifi", {"enabled": False}), ("send_sms", {"to": "a", "body": "b"})],
                         "results": [ToolResult.success(), ToolResult.success()]}, FIN],
-                      fail(("order set_wifi before send_sms", "set_wifi (step 0) came in the same parallel batch as send_sms (step 0)")),
+                      fail(("order set_wifi before send_sms", "set_wifi (step 0) came in the same parallel batch as send_sms (step 0)",
+                            {"kind": "order"})),
                       "finish", [0]),
     "premature_stop": ([call("get_battery", {}, ToolResult.success({"level": 5})), FIN],
-                       fail(("call set_wifi", "set_wifi was never called")), "finish", [1]),
+                       fail(never("set_wifi")), "finish", [1]),
     "wrong_tool_exposure": ([call("power_off", {}, ToolResult.failure("unknown_tool", "'power_off' is not exposed")), FIN],
-                            fail(("call power_off", "power_off was never called")), "finish", [0]),
+                            fail(never("power_off")), "finish", [0]),
     "missing_skill": ([{"action": LoadSkill(name="notes"), "results": [ToolResult.failure("unknown_skill", "no loadable skill 'notes'")]},
-                       FIN], fail(("call save_note", "save_note was never called")), "finish", [0]),
+                       FIN], fail(never("save_note")), "finish", [0]),
     "conflicting_skill": ([{"action": LoadSkill(name="a"), "results": [ToolResult.success({"loaded": "a"})]},
                            {"action": LoadSkill(name="b"), "results": [ToolResult.success({"loaded": "b"})]},
                            call("set_wifi", {"enabled": False}, ToolResult.failure("precondition_failed", "set_wifi: save a note first")),
                            FIN], fail(("state settings.wifi == false", "settings.wifi is true")), "finish", [2]),
     "retrieval_miss": ([{"action": MemorySearch(query="sister birthday"), "results": [ToolResult.success({"memories": []})]},
                         {"action": AskUser(question="When is it?"), "results": []}],
-                       fail(("stop by finish", "stopped by ask_user")), "ask_user", [0]),
+                       fail(("stop by finish", "stopped by ask_user", {"kind": "stop"})), "ask_user", [0]),
     "stale_memory": ([{"action": MemorySearch(query="sister birthday"), "results": [ToolResult.success({"memories": []})],
                        "retrieved": [RetrievedMemory(id="m1", tier="user", content="May 3", score=1.0,
                                                      provenance={"status": "superseded", "superseded_by": "m2"})]},

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ...contracts import Notice
 from .base import Advice, BasePolicy, RunView, StepReport
 
-__all__ = ["RepeatFailure"]
+__all__ = ["REPEATED_FAILURE", "RepeatFailure"]
+
+REPEATED_FAILURE = "repeated_failure"
+"""The code of this policy's notice: what readers (the failure diagnosis) match, never its words."""
 
 
 class RepeatFailure(BasePolicy):
@@ -33,8 +37,9 @@ class RepeatFailure(BasePolicy):
             self._failures[call.key()] += 1
             n = self._failures[call.key()]
             if n >= self.limit:
-                notices.append(
+                notices.append(Notice(
                     f"{call.name} with these exact arguments has failed {n} times. "
-                    "Stop guessing this variation: change the arguments, use another tool, or ask_user."
-                )
+                    "Stop guessing this variation: change the arguments, use another tool, or ask_user.",
+                    policy=self.name, code=REPEATED_FAILURE,
+                ))
         return Advice(notices=notices) if notices else None
