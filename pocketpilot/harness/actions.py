@@ -50,7 +50,7 @@ def load_skill(run: Run, action: LoadSkill) -> Routed:
     if action.name not in run.loadable():
         return Routed(results=[ToolResult.failure("unknown_skill", f"no loadable skill {action.name!r}")])
     added = run.apply_skill(action.name, gates=True)
-    return Routed(results=[ToolResult.success({"loaded": action.name, "tools_added": added})])
+    return Routed(results=[ToolResult.success({"loaded": action.name, "tools_added": added})], prefix_changed=True)
 
 
 def artifacts(episode: Episode) -> dict[str, str]:

@@ -23,6 +23,7 @@ from . import actions
 from .base import PlannerOutput, PlanRequest
 from .batch import run_batch
 from .observer import CallEnded, CallStarted, DelegateEnded, DelegateStarted, PlanEnded, PlanStarted, RunEnded, RunStarted
+from .outcome import Continue, FollowUps, StepOutcome, Stopped
 from .policies import Advice, StepReport, batch_groups
 from .routed import Routed, RunStopped
 from .run_state import RunState
@@ -47,54 +48,67 @@ class Run(RunState):
         request_msg = ChatMessage(role="user", content=self.request, section="request")
         prefix, prefix_notices = self._prefix()
         for index in range(self.cfg.max_steps):
-            remaining = self.cfg.max_seconds - (time.monotonic() - self.started)
-            if remaining <= 0:
-                return self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted")
-            if self.tokens >= self.cfg.max_tokens:
-                return self._set_stop("max_tokens", f"token budget of {self.cfg.max_tokens} exhausted ({self.tokens} used)")
-            messages = self.assembler.assemble(prefix, request_msg, self.history)
-            messages[1:1] = self.preamble  # earlier conversation and evidence: after the prefix, before the request
-            seen, context_digest = self._seen(prefix), digest([m.model_dump() for m in messages])
-            self.offered = tuple(k for k in self.kinds if k not in self.withheld) or self.kinds
-            self.withheld = frozenset()
-            started_at, t0 = utcnow(), time.monotonic()
-            try:
-                output = await self._plan(PlanRequest(messages=messages, tools=list(self.tools.values()),
-                                                      kinds=self.offered, skills=self.loadable(),
-                                                      batch_groups=batch_groups(self.policies, self)), remaining)
-            except TimeoutError:
-                return self._set_stop("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
-            except PlannerOutputError as exc:
-                await self._parse_failure(context_digest, exc, started_at, t0, seen)
-                if self.parse_failures >= self.cfg.max_parse_failures:
-                    return self._set_stop("planner_error", f"{self.parse_failures} unparseable outputs in a row: {exc.reason}")
-                continue
-            except PlannerError as exc:
-                return self._set_stop("planner_error", str(exc))
-            self.parse_failures = 0
-            self.tokens += output.turn.prompt_tokens_evaluated + output.turn.completion_tokens
-            try:
-                routed = await self._route(output.action, index)
-                advice = self._advise(routed, output.action)
-            except RunStopped as stop:
-                routed, advice = Routed(stop=stop.reason, stop_detail=stop.detail), Advice()
-            step = Step(index=len(self.steps), context_digest=context_digest, action=routed.executed or output.action,
-                        results=routed.results, planner=output.turn, retrieved=routed.retrieved,
-                        notices=(prefix_notices if index == 0 else []) + routed.notices + advice.notices,
-                        started_at=started_at, duration_s=time.monotonic() - t0, children=routed.children, **seen)
-            feedback = self._feedback(step.results, routed.notices + advice.notices)
-            await self._record(step, output.turn.raw or output.action.model_dump_json(), feedback)
-            logger.info("step %d: %s", index, output.action.kind)
-            stop = (routed.stop, routed.stop_detail) if routed.stop else (advice.stop.reason, advice.stop.detail) if advice.stop else None
-            if stop is not None:
-                return self._set_stop(*stop)
-            if advice.followups:
-                try:
-                    await self._harness_step(advice.followups, index)
-                except RunStopped as stopped:
-                    return self._set_stop(stopped.reason, stopped.detail)
-            if isinstance(output.action, LoadSkill):
+            outcome = await self._step(index, prefix, prefix_notices if index == 0 else [], request_msg)
+            if isinstance(outcome, FollowUps):
+                outcome = await self._harness_step(outcome.calls, index) or Continue(outcome.prefix_changed)
+            if isinstance(outcome, Stopped):
+                return self._set_stop(outcome.reason, outcome.detail)
+            if outcome.prefix_changed:
                 prefix, prefix_notices = self._prefix()
+
+    async def _step(self, index: int, prefix: ChatMessage, prefix_notices: list[Notice],
+                    request_msg: ChatMessage) -> StepOutcome:
+        """One planner step: budgets, the plan, routing and advice, the record; what comes next."""
+        remaining = self.cfg.max_seconds - (time.monotonic() - self.started)
+        if remaining <= 0:
+            return Stopped("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted")
+        if self.tokens >= self.cfg.max_tokens:
+            return Stopped("max_tokens", f"token budget of {self.cfg.max_tokens} exhausted ({self.tokens} used)")
+        messages = self.assembler.assemble(prefix, request_msg, self.history)
+        messages[1:1] = self.preamble  # earlier conversation and evidence: after the prefix, before the request
+        seen, context_digest = self._seen(prefix), digest([m.model_dump() for m in messages])
+        self.offered = tuple(k for k in self.kinds if k not in self.withheld) or self.kinds
+        self.withheld = frozenset()
+        started_at, t0 = utcnow(), time.monotonic()
+        try:
+            output = await self._plan(PlanRequest(messages=messages, tools=list(self.tools.values()),
+                                                  kinds=self.offered, skills=self.loadable(),
+                                                  batch_groups=batch_groups(self.policies, self)), remaining)
+        except TimeoutError:
+            return Stopped("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
+        except PlannerOutputError as exc:
+            await self._parse_failure(context_digest, exc, started_at, t0, seen)
+            if self.parse_failures >= self.cfg.max_parse_failures:
+                return Stopped("planner_error", f"{self.parse_failures} unparseable outputs in a row: {exc.reason}")
+            return Continue()
+        except PlannerError as exc:
+            return Stopped("planner_error", str(exc))
+        self.parse_failures = 0
+        self.tokens += output.turn.prompt_tokens_evaluated + output.turn.completion_tokens
+        try:
+            routed = await self._route(output.action, index)
+            advice = self._advise(routed, output.action)
+        except RunStopped as stop:
+            routed, advice = Routed(stop=stop.reason, stop_detail=stop.detail), Advice()
+        step = Step(index=len(self.steps), context_digest=context_digest, action=routed.executed or output.action,
+                    results=routed.results, planner=output.turn, retrieved=routed.retrieved,
+                    notices=prefix_notices + routed.notices + advice.notices,
+                    started_at=started_at, duration_s=time.monotonic() - t0, children=routed.children, **seen)
+        feedback = self._feedback(step.results, routed.notices + advice.notices)
+        await self._record(step, output.turn.raw or output.action.model_dump_json(), feedback)
+        logger.info("step %d: %s", index, output.action.kind)
+        return self._outcome(routed, advice)
+
+    @staticmethod
+    def _outcome(routed: Routed, advice: Advice) -> StepOutcome:
+        """The routed action's stop first, then a policy's; else the follow-ups, else go on."""
+        if routed.stop:
+            return Stopped(routed.stop, routed.stop_detail)
+        if advice.stop:
+            return Stopped(advice.stop.reason, advice.stop.detail)
+        if advice.followups:
+            return FollowUps(advice.followups, prefix_changed=routed.prefix_changed)
+        return Continue(prefix_changed=routed.prefix_changed)
 
     async def _route(self, action: Action, index: int) -> Routed:
         if action.kind not in self.offered:  # a planner need not have honoured the grammar
@@ -156,11 +170,14 @@ class Run(RunState):
                                execute=lambda call, i: self.s.executor.call(call), started=started, ended=ended,
                                said=self.harness_said)
 
-    async def _harness_step(self, calls: list[ToolCall], index: int) -> None:
+    async def _harness_step(self, calls: list[ToolCall], index: int) -> Stopped | None:
         """Run held calls in a step of their own, recorded like any step but with no planner turn."""
         action = ToolCallAction(calls=calls)
         started_at, t0 = utcnow(), time.monotonic()
-        routed = await self._batch(action)
+        try:
+            routed = await self._batch(action)
+        except RunStopped as stopped:
+            return Stopped(stopped.reason, stopped.detail)
         advice = self._advise(routed, action, by_harness=True)
         step = Step(index=len(self.steps), context_digest="", action=routed.executed or action, results=routed.results,
                     notices=[Notice(f"run by the harness after step {index + 1}'s results met its precondition",
@@ -168,8 +185,7 @@ class Run(RunState):
                              *routed.notices, *advice.notices],
                     started_at=started_at, duration_s=time.monotonic() - t0)
         await self._record(step, action.model_dump_json(), self._feedback(step.results, routed.notices + advice.notices))
-        if advice.stop is not None:
-            raise RunStopped(advice.stop.reason, advice.stop.detail)
+        return Stopped(advice.stop.reason, advice.stop.detail) if advice.stop is not None else None
 
     async def _plan(self, request: PlanRequest, remaining: float) -> PlannerOutput:
         """Ask the planner within the remaining wall time, telling the observer either way."""

@@ -25,6 +25,9 @@ class Routed:
     """The action as run, where a policy rewrote a call; None: as planned."""
     stop: StopReason | None = None
     stop_detail: str = ""
+    prefix_changed: bool = False
+    """The action changed what the system message is built from (a loaded skill's tools and
+    procedure): the loop rebuilds it before the next step."""
 
 
 class RunStopped(Exception):
