@@ -122,6 +122,7 @@ BASE = {"id": "broken", "family": "single_call", "group": "tool_use", "capabilit
     ({"criteria_extra": [{"kind": "unchanged", "allow": [*SandboxGenWorld().base(), "settings.no_such_setting"]}]},
      "loader"),
 ])
+@pytest.mark.slow  # the seed-0 catalogue: about 15 s, built once for the tests that use it
 @pytest.mark.usefixtures("catalogue")  # generate at seed 0 reuses it
 def test_a_broken_template_is_dropped_and_counted_under_its_check(world, tmp_path, change, check) -> None:
     templates = load_templates(_broken(tmp_path, BASE | change))
@@ -131,6 +132,7 @@ def test_a_broken_template_is_dropped_and_counted_under_its_check(world, tmp_pat
     assert set(gen.manifest()["drops"]) == set(CHECKS)
 
 
+@pytest.mark.slow  # the seed-0 catalogue: about 15 s, built once for the tests that use it
 @pytest.mark.usefixtures("catalogue")  # generate at seed 0 reuses it
 def test_the_unbroken_base_template_passes(world, tmp_path) -> None:
     gen = generate(world, load_templates(_broken(tmp_path, BASE)), count=3, seed=0)
@@ -153,6 +155,7 @@ def test_the_cli_writes_tasks_and_prints_drops_and_time(tmp_path) -> None:
     assert bad.exit_code == 2 and "unknown template ids: nope" in bad.output
 
 
+@pytest.mark.slow  # the seed-0 catalogue: about 15 s, built once for the tests that use it
 def test_a_record_is_named_by_its_state_collection_not_by_its_app(world, catalogue) -> None:
     """"Create a new music with name 'Car service'" asked for a playlist in words no planner can
     map to one tool: the noun comes from where the record lives in the state model."""
@@ -177,6 +180,7 @@ def test_a_record_is_named_by_its_state_collection_not_by_its_app(world, catalog
     assert plain.noun("add_loyalty_card") == "loyalty" and plain.noun("create_note") == "notes"
 
 
+@pytest.mark.slow  # the seed-0 catalogue: about 15 s, built once for the tests that use it
 @pytest.mark.usefixtures("catalogue")  # generate at seed 0 reuses it
 def test_recovery_tasks_find_fixes_that_are_no_ops_in_the_base_world(world) -> None:
     """Turning away mode off changes nothing on the base phone, so the catalogue once dropped
@@ -265,6 +269,7 @@ def test_text_room_needs_a_declared_bound() -> None:
     assert not Selector(text_room=1000).accepts(spec)
 
 
+@pytest.mark.slow  # the seed-0 catalogue: about 15 s, built once for the tests that use it
 def test_a_typed_state_value_is_never_free_text(world, catalogue) -> None:
     """The catalogue once offered a timestamp's day to ``send_sms.to`` (the world takes
     "2025-03-14" for a phone number), so dozens of generated goals read "send an SMS … (to
@@ -307,6 +312,7 @@ def test_declared_patterns_are_found_where_a_schema_nests_them() -> None:
     assert declared_patterns([spec]) == {"^d$", "^t$"}
 
 
+@pytest.mark.slow  # the seed-0 catalogue: about 15 s, built once for the tests that use it
 def test_the_sweep_finds_the_one_record_and_code_a_change_takes(world, catalogue) -> None:
     """``unlock_door`` works for one lock among all the state's ids and one PIN: random draws
     found it in one catalogue and missed it in the next, and with it went the only recovery that
@@ -318,6 +324,7 @@ def test_the_sweep_finds_the_one_record_and_code_a_change_takes(world, catalogue
     assert all(p.writes for p in probes)
 
 
+@pytest.mark.slow  # the seed-0 catalogue: about 15 s, built once for the tests that use it
 def test_an_ambiguity_task_asks_only_about_a_value_that_picks_a_record(world, catalogue) -> None:
     """A clarification task once asked "which ICE do you mean" of a new loyalty card's number:
     "ICE" failed only because the schema wants four characters, and "Morning" as a new scene's
