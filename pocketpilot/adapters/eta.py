@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from ..policy_registry import PolicyError, build, default_entries, registered
 from .errors import EtaError, EtaIntegrityError
 
 __all__ = ["Eta", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry", "canonical_json", "default_policy_entries", "load_eta", "save_eta"]
@@ -116,17 +117,13 @@ class PolicyEntry(_Model):
     @field_validator("name")
     @classmethod
     def _known(cls, value: str) -> str:
-        from ..harness.policies import REGISTRY
-
-        if value not in REGISTRY:
-            raise ValueError(f"unknown policy {value!r}; known: {', '.join(REGISTRY)}")
+        if value not in registered():
+            raise ValueError(f"unknown policy {value!r}; known: {', '.join(registered())}")
         return value
 
 
 def default_policy_entries() -> list[PolicyEntry]:
     """The harness's default policy set, as η records it."""
-    from ..harness.policies import default_entries
-
     return [PolicyEntry.model_validate(e) for e in default_entries()]
 
 
@@ -209,15 +206,13 @@ class Eta(_Model):
         return hashlib.sha256(canonical_json(self.content()).encode()).hexdigest()[:VERSION_CHARS]
 
     def build_policies(self) -> list[Any]:
-        """Fresh policy objects for one session (``pocketpilot.harness.policies.from_entries``).
+        """Fresh policy objects for one session (built by :mod:`pocketpilot.policy_registry`).
 
         Raises:
             EtaError: a policy's parameters are not ones it takes.
         """
-        from ..harness.policies import PolicyError, from_entries
-
         try:
-            return from_entries([p.model_dump(mode="json") for p in self.policies])
+            return build([p.model_dump(mode="json") for p in self.policies])
         except PolicyError as exc:
             raise EtaError(f"eta {self.version}", str(exc)) from exc
 

@@ -24,6 +24,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..contracts import utcnow
+from ..policy_registry import PolicyError, build, registered
 from ..skills.worlds import ToolSet
 from .compile import note_for_tools
 from .errors import EtaError, RevisionError
@@ -135,10 +136,8 @@ def _check_note(eta: Eta, note: RoutingNote, rev: Revision) -> RoutingNote:
 
 def _check_policy(entry: PolicyEntry, rev: Revision, i: int) -> None:
     """The parameters must be ones the policy takes (it is built once to prove it)."""
-    from ..harness.policies import PolicyError, from_entries
-
     try:
-        from_entries([entry.model_dump(mode="json")])
+        build([entry.model_dump(mode="json")])
     except PolicyError as exc:
         raise RevisionError(rev.id, f"ops[{i}]: {exc}") from exc
 
@@ -178,11 +177,9 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
                 at = names.index("confirmation") if "confirmation" in names else len(policies)
                 policies.insert(at, op.policy)
         elif isinstance(op, RemovePolicy):
-            from ..harness.policies import REGISTRY
-
             if op.name not in names:
                 raise RevisionError(rev.id, f"ops[{i}]: no policy {op.name!r} to remove")
-            if REGISTRY[op.name].safety:
+            if registered()[op.name].safety:
                 raise RevisionError(rev.id, f"ops[{i}]: {op.name!r} is a safety policy and cannot be removed")
             policies.pop(names.index(op.name))
         elif isinstance(op, AddNote):

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ...errors import UsageError
+from ... import policy_registry
+from ...policy_registry import PolicyError
 from .base import (
     Advice,
     Allow,
@@ -73,16 +74,12 @@ __all__ = [
 ]
 
 REGISTRY: dict[str, type[BasePolicy]] = {
-    cls.name: cls
+    cls.name: policy_registry.register(cls)
     for cls in (IdForName, ReadsApart, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack, Confirmation)
 }
 """Policies by the name η uses. Order matters for ``before_call``: a rewrite comes first (the
 gates judge the call that will run), confirmation last (the user is asked only about calls
 that would otherwise run)."""
-
-
-class PolicyError(UsageError):
-    """A policy set names an unknown policy or gives it parameters it does not take."""
 
 
 def default_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
@@ -131,17 +128,10 @@ def from_entries(entries: Sequence[Mapping[str, Any]]) -> list[Policy]:
     Raises:
         PolicyError: an unknown name, or parameters the policy does not take.
     """
-    out: list[Policy] = []
-    for entry in entries:
-        name = entry.get("name")
-        cls = REGISTRY.get(str(name))
-        if cls is None:
-            raise PolicyError(f"unknown policy {name!r}; known: {', '.join(REGISTRY)}")
-        try:
-            out.append(cls(**dict(entry.get("params") or {})))
-        except (TypeError, ValueError) as exc:
-            raise PolicyError(f"policy {name!r}: {exc}") from exc
-    return out
+    return policy_registry.build(entries)
+
+
+policy_registry.set_defaults(default_entries)  # what η records when it names no set
 
 
 def in_force(policies: Sequence[Policy] | None) -> list[Policy]:
