@@ -19,7 +19,7 @@ from .gen_world import GenWorld
 from .grounding import collection_of, record_of
 from .template import Pools
 
-__all__ = ["Phrasing", "cap", "fmt", "label", "lc", "states", "value_text", "verb"]
+__all__ = ["Phrasing", "cap", "clause_kind", "fmt", "label", "lc", "record_words", "states", "value_text", "verb"]
 
 _PAREN = re.compile(r"\s*\([^)]*\)")
 
@@ -135,25 +135,38 @@ class Phrasing:
         elif shown:
             first = next(iter(shown.values()))
             values["value"] = str(first)
-        if spec.id_arg and spec.id_arg in args:
-            rec = record_of(before, str(args[spec.id_arg])) or {}
-            fields = [(k, v) for k, v in rec.items() if k != "id" and isinstance(v, (str, int, float))
-                      and not isinstance(v, bool) and v != "" and not re.match(r"^\d{4}-\d{2}-\d{2}T", str(v))][:2]
-            values["record"] = "with " + " and ".join(f"{label(k)} {value_text(v)}" for k, v in fields) if fields \
-                else f"{args[spec.id_arg]}"
-            kind = ("delete" if spec.effect == "delete" else "read_record" if spec.effect == "read" or spec.read_only
-                    else "update_record_bool" if values["onoff"] else "update_record")
-        elif spec.effect == "setting" and spec.setting:
-            kind = "setting_bool" if values["onoff"] else "setting_value"
-        elif spec.effect == "create":
-            kind = "create" if shown else "plain"
-        elif spec.effect == "read" or spec.read_only:
-            kind = "read" if shown else "plain"
-        else:
-            kind = "with_args" if shown else "plain"
+        names_record = bool(spec.id_arg and spec.id_arg in args)
+        if names_record:
+            values["record"] = record_words(before, str(args[spec.id_arg]))
+        kind = clause_kind(spec, names_record=names_record, shown=bool(shown), onoff=bool(values["onoff"]))
         patterns = self.pools.clauses.get(kind) or ["{verb_lc} ({args})"]
         text = rng.choice(patterns).format_map(Format(values))
         return text.replace(", )", ")").replace(" ()", "").replace(": ,", ":").rstrip(", ")
+
+
+def record_words(state: dict[str, Any], record_id: str) -> str:
+    """How a request names a record: by up to two of its plain fields, else by its id."""
+    rec = record_of(state, record_id) or {}
+    fields = [(k, v) for k, v in rec.items() if k != "id" and isinstance(v, (str, int, float))
+              and not isinstance(v, bool) and v != "" and not re.match(r"^\d{4}-\d{2}-\d{2}T", str(v))][:2]
+    return "with " + " and ".join(f"{label(k)} {value_text(v)}" for k, v in fields) if fields else record_id
+
+
+def clause_kind(spec: ToolSpec, *, names_record: bool, shown: bool, onoff: bool) -> str:
+    """Which of the pools' clause patterns a call takes, from its tool's declared effect."""
+    if names_record:
+        if spec.effect == "delete":
+            return "delete"
+        if spec.effect == "read" or spec.read_only:
+            return "read_record"
+        return "update_record_bool" if onoff else "update_record"
+    if spec.effect == "setting" and spec.setting:
+        return "setting_bool" if onoff else "setting_value"
+    if spec.effect == "create":
+        return "create" if shown else "plain"
+    if spec.effect == "read" or spec.read_only:
+        return "read" if shown else "plain"
+    return "with_args" if shown else "plain"
 
 
 def fmt(variants: list[str], rng: random.Random, **values: str) -> str:
