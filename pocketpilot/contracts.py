@@ -716,6 +716,7 @@ class Notice(str):
     code: str
 
     def __new__(cls, text: str, *, policy: str = "", code: str = "") -> Notice:
+        """The notice ``text``, said by ``policy`` under ``code`` (both empty for an old trace's string)."""
         self = super().__new__(cls, text)
         self.policy, self.code = policy, code
         return self

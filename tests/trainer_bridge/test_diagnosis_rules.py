@@ -21,10 +21,10 @@ from pocketpilot.cli.diagnose import diagnose as diagnose_cli
 from pocketpilot.contracts import (
     AskUser,
     CriterionResult,
-    Notice,
     Finish,
     LoadSkill,
     MemorySearch,
+    Notice,
     RetrievedMemory,
     ToolResult,
     Verdict,
