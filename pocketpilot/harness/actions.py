@@ -1,17 +1,30 @@
-"""Routing of the actions that are not tool calls: memory, skills, a sub-agent hand-off."""
+"""Routing of the actions that are not tool calls: memory, skills, a sub-agent hand-off.
+
+Each handler takes what it works on (the memory, the skills it may load, a way to start a
+sub-agent), not the run: what an action can reach is in its signature.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, Protocol
 
 from ..contracts import Delegate, Episode, Finish, LoadSkill, MemorySearch, MemoryWrite, Notice, ToolResult
 from ..errors import MemoryStoreError, UsageError
 from ..handoff import review_handoff
+from ..memory.base import MemoryStore
 from .routed import Routed
 
-if TYPE_CHECKING:
-    from .loop import Run
+
+class SubAgent(Protocol):
+    """A session started for one delegate action: told its parent, run to its stop."""
+
+    parent_episode_id: str | None
+    parent_step: int | None
+
+    def run(self, request: str) -> Awaitable[Episode]:
+        """Run the sub-agent on ``request`` to its stop."""
 
 __all__ = ["artifacts", "delegate", "load_skill", "memory_search", "memory_write"]
 
@@ -20,10 +33,9 @@ _ARTIFACT_KEYS = ("id", "file", "filename", "path", "uri", "phone", "number", "e
 addresses a lookup resolves (a helper that "finds Jordan's number" returns it as ``phone``)."""
 
 
-async def memory_search(run: Run, action: MemorySearch) -> Routed:
-    assert run.s.memory is not None
+async def memory_search(memory: MemoryStore, action: MemorySearch) -> Routed:
     try:
-        hits = await run.s.memory.search(action.query, tier=action.tier, k=action.k)
+        hits = await memory.search(action.query, tier=action.tier, k=action.k)
     except MemoryStoreError as exc:
         return Routed(results=[ToolResult.failure("memory_error", str(exc))])
     evidence = [
@@ -36,20 +48,20 @@ async def memory_search(run: Run, action: MemorySearch) -> Routed:
     return Routed(results=[ToolResult.success({"memories": evidence})], retrieved=hits, notices=notices)
 
 
-async def memory_write(run: Run, action: MemoryWrite, index: int) -> Routed:
-    assert run.s.memory is not None
-    provenance = {"source_kind": "inference", "episode_id": run.header.episode_id, "step": index}
+async def memory_write(memory: MemoryStore, action: MemoryWrite, *, episode_id: str, index: int) -> Routed:
+    provenance = {"source_kind": "inference", "episode_id": episode_id, "step": index}
     try:
-        item_id = await run.s.memory.write(action.content, tier=action.tier, category=action.category, provenance=provenance)
+        item_id = await memory.write(action.content, tier=action.tier, category=action.category, provenance=provenance)
     except MemoryStoreError as exc:
         return Routed(results=[ToolResult.failure("memory_error", str(exc))])
     return Routed(results=[ToolResult.success({"id": item_id})])
 
 
-def load_skill(run: Run, action: LoadSkill) -> Routed:
-    if action.name not in run.loadable():
+def load_skill(action: LoadSkill, loadable: Collection[str], apply: Callable[[str], list[str]]) -> Routed:
+    """Load a skill the run offers; ``apply`` adds its tools, gates and procedure to the run."""
+    if action.name not in loadable:
         return Routed(results=[ToolResult.failure("unknown_skill", f"no loadable skill {action.name!r}")])
-    added = run.apply_skill(action.name, gates=True)
+    added = apply(action.name)
     return Routed(results=[ToolResult.success({"loaded": action.name, "tools_added": added})], prefix_changed=True)
 
 
@@ -79,7 +91,7 @@ def artifacts(episode: Episode) -> dict[str, str]:
     return found
 
 
-async def delegate(run: Run, action: Delegate) -> Routed:
+async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, episode_id: str, step: int) -> Routed:
     """Run a sub-agent to its stop and feed back only a confirmed result.
 
     The parent awaits the child, so it cannot act before the child has stopped; the result
@@ -90,11 +102,11 @@ async def delegate(run: Run, action: Delegate) -> Routed:
     products must not be acted upon.
     """
     try:
-        child = run.s.child(action, run.tools, run.gates, run.steps)
+        child = spawn(action)
     except UsageError as exc:
         return Routed(results=[ToolResult.failure("unknown_tool", str(exc))])
-    child.parent_episode_id = run.header.episode_id
-    child.parent_step = len(run.steps)
+    child.parent_episode_id = episode_id
+    child.parent_step = step
     instruction = action.instruction
     if action.artifacts:
         instruction += "\nArtifacts: " + json.dumps(action.artifacts, ensure_ascii=False)

@@ -127,11 +127,13 @@ class Run(RunState):
         if isinstance(action, Refuse):
             return Routed(stop="refuse", stop_detail=action.reason)
         if isinstance(action, MemorySearch):
-            return await actions.memory_search(self, action)
+            assert self.s.memory is not None  # memory_search is offered only with a memory
+            return await actions.memory_search(self.s.memory, action)
         if isinstance(action, MemoryWrite):
-            return await actions.memory_write(self, action, index)
+            assert self.s.memory is not None
+            return await actions.memory_write(self.s.memory, action, episode_id=self.header.episode_id, index=index)
         if isinstance(action, LoadSkill):
-            return actions.load_skill(self, action)
+            return actions.load_skill(action, self.loadable(), lambda name: self.apply_skill(name, gates=True))
         if isinstance(action, Delegate):
             return await self._observed_delegate(action)
         raise AssertionError(f"unrouted action kind {action.kind}")  # pragma: no cover
@@ -210,7 +212,8 @@ class Run(RunState):
         call_id = f"delegate_{eid[:12]}_{step}"
         self.emit(DelegateStarted(episode_id=eid, step=step, call_id=call_id, action=action))
         try:
-            routed = await actions.delegate(self, action)
+            routed = await actions.delegate(action, lambda a: self.s.child(a, self.tools, self.gates, self.steps),
+                                            episode_id=eid, step=step)
         except Exception as exc:
             self.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))
             raise
