@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...contracts import Step, ToolCall, ToolCallAction, ToolResult, ToolSpec
+from ...contracts import Notice, Step, ToolCall, ToolCallAction, ToolResult, ToolSpec
 from ...skills.base import ChecksInBatch, ObjectiveGate, RepairsCalls, ToolGate
 from ._text import call_text
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
@@ -90,10 +90,11 @@ class HeldCalls(BasePolicy):
         followups = self._sequenced(report, run, after) if self.sequence else []
         if followups:
             advice.followups = followups
-            advice.notices.append(
+            advice.notices.append(Notice(
                 f"{', '.join(c.name for c in followups)} had to wait for the result of the other calls; "
-                "the harness runs it next, as asked, now that its precondition is met."
-            )
+                "the harness runs it next, as asked, now that its precondition is met.",
+                policy=self.name, code="sequenced",
+            ))
         held = [c for c in report.held if c not in followups]
         if not held:
             return advice
@@ -115,7 +116,7 @@ class HeldCalls(BasePolicy):
                 advice.withhold = DETOURS
         if blocked:
             parts.append(f"Not run: {'; '.join(blocked)}.")
-        advice.notices.append(" ".join(parts))
+        advice.notices.append(Notice(" ".join(parts), policy=self.name, code="held_until_ready"))
         return advice
 
     @staticmethod

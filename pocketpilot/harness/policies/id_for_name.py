@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...contracts import ToolCall, ToolResult, ToolSpec
+from ...contracts import Notice, ToolCall, ToolResult, ToolSpec
 from ._text import call_text, records
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Rewrite, RunView, StepReport
 
@@ -36,16 +36,17 @@ class IdForName(BasePolicy):
         named = self._named.get(call.key())
         if named is None:
             return ALLOW
-        return Rewrite(named, f"{call_text(call)} failed before because it passes an id; the harness ran "
-                              f"{call_text(named)} instead, as the earlier hint said.")
+        return Rewrite(named, Notice(f"{call_text(call)} failed before because it passes an id; the harness ran "
+                                     f"{call_text(named)} instead, as the earlier hint said.",
+                                     policy=self.name, code="ran_named_form"))
 
     def after_step(self, report: StepReport, run: RunView) -> Advice | None:
         notices = []
-        for call, result in zip(report.calls, report.results):
+        for call, result in zip(report.calls, report.results, strict=False):
             hint = self._hint(call, result, run)
             if hint is not None:
                 text, named = hint
-                notices.append(text)
+                notices.append(Notice(text, policy=self.name, code="id_for_name"))
                 self._named[call.key()] = named
         return Advice(notices=notices) if notices else None
 

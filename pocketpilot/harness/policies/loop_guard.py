@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ...contracts import Delegate, MemorySearch, ToolCall, ToolCallAction, ToolSpec, spec_for_call
+from ...contracts import Delegate, MemorySearch, Notice, ToolCall, ToolCallAction, ToolSpec, spec_for_call
 from ..scope import FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, declared_terms
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 from .gates import held_result
@@ -45,15 +45,17 @@ def _batch_key(calls: Sequence[ToolCall]) -> tuple[str, ...]:
 
 def _changes_state(spec: ToolSpec | None) -> bool:
     """A declared state change: an undeclared effect (a tap, whose effect depends on what it
-    hits) is not a step a request names, so it neither remains nor ends a repeat."""
+    hits) is not a step a request names, so it neither remains nor ends a repeat.
+    """
     return spec is not None and spec.effect is not None and spec.changes_state
 
 
 def _outcomes(report: StepReport) -> tuple[tuple[str, str], ...]:
     """A batch with what came of each call (ok, or the error code), order ignored: a cycle is
-    the same calls meeting the same results again."""
+    the same calls meeting the same results again.
+    """
     return tuple(sorted((c.key(), "ok" if r.ok else (r.error.code if r.error else "failed"))
-                        for c, r in zip(report.calls, report.results)))
+                        for c, r in zip(report.calls, report.results, strict=False)))
 
 
 class LoopGuard(BasePolicy):
@@ -104,20 +106,21 @@ class LoopGuard(BasePolicy):
                 previous.query.strip().casefold(), previous.tier) == (report.action.query.strip().casefold(), report.action.tier):
             # the same search re-ran four times in a row until max_steps
             return Advice(
-                notices=["You just ran this search and got the same memories. Use them now: "
-                         "act on the request or finish with the answer."],
+                notices=[Notice("You just ran this search and got the same memories. Use them now: "
+                                "act on the request or finish with the answer.", policy=self.name, code="repeated_search")],
                 withhold=frozenset({"memory_search"}),
             )
         if isinstance(report.action, Delegate) and previous == report.action:
-            return self._stuck(run, report, "You just delegated exactly this before and got its result: repeating it changes nothing.",
-                               succeeded=bool(report.results) and all(r.ok for r in report.results))
+            return self._stuck(run, report,
+                               "You just delegated exactly this before and got its result: repeating it changes nothing.",
+                               "repeated_delegation", succeeded=bool(report.results) and all(r.ok for r in report.results))
         return None
 
     # ------------------------------------------------------------------ parts
 
     def _count(self, report: StepReport, run: RunView) -> None:
         changed = False
-        for call, result in zip(report.calls, report.results):
+        for call, result in zip(report.calls, report.results, strict=False):
             if result.ok:
                 changed = changed or _changes_state(spec_for_call(run.tools, call))
             elif result.error is not None and not run.said_by_harness(result.error.message):
@@ -138,26 +141,30 @@ class LoopGuard(BasePolicy):
         self._trail.append((_outcomes(report), all_ok))
         if resent:
             return self._stuck(run, report, f"You sent {', '.join(resent)} again with the exact arguments the harness "
-                                            "already held back: it will not run.", succeeded=False)
+                                            "already held back: it will not run.", "resent_held", succeeded=False)
         if report.held and repeats and run.steps and all(r.ok or held_result(r) for r in run.steps[-1].results):
             # the same batch, held back the same way again: the planner is not reading the hint
             return self._stuck(run, report, "You sent exactly the same batch again and it was held back again.",
-                               succeeded=False)
+                               "held_again", succeeded=False)
         if self._cycles(failing=True):
             return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last "
-                                            "steps already did, with the same failures.", succeeded=False)
+                                            "steps already did, with the same failures.", "failing_cycle",
+                               succeeded=False)
         if not all_ok:
             return None
         if repeats and same:  # a held call sent again that now runs (the user allowed it) is no repeat
-            return self._stuck(run, report, "You just ran exactly these calls, with the same results: repeating them changes nothing.")
+            return self._stuck(run, report, "You just ran exactly these calls, with the same results: repeating them changes nothing.",
+                               "repeated_batch")
         if self._cycles():
-            return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last steps already did, with the same results.")
+            return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last steps already did, with the same results.",
+                               "cycle")
         earlier = self._succeeded.get(key)
         if earlier is not None:
-            return Advice(notices=[
+            return Advice(notices=[Notice(
                 f"Step {earlier + 1} already ran exactly these calls successfully; repeating them changes "
-                "nothing. Do the part of the request that is still missing, or finish if it is all done."
-            ])
+                "nothing. Do the part of the request that is still missing, or finish if it is all done.",
+                policy=self.name, code="already_done",
+            )])
         self._succeeded[key] = report.index
         return None
 
@@ -174,28 +181,31 @@ class LoopGuard(BasePolicy):
                 return True
         return False
 
-    def _stuck(self, run: RunView, report: StepReport, said: str, *, succeeded: bool = True) -> Advice:
+    def _stuck(self, run: RunView, report: StepReport, said: str, code: str, *, succeeded: bool = True) -> Advice:
         """``succeeded``: the repeated steps all worked, so nothing is unsafe or impossible and a
         refusal is no way out either (a sub-agent told "finish, ask_user or refuse" after
-        reads that worked refused, and its parent with it)."""
+        reads that worked refused, and its parent with it). ``code``: the notice's, by what repeated.
+        """
         remaining = self._remaining(run, report)
         if remaining:
             names = "; ".join(f"{s.name} ({s.description.splitlines()[0] if s.description else s.effect})" for s in remaining)
-            return Advice(notices=[f"{said} Not done yet, by the request's words: {names}. Do that next if the request "
-                                   "asks for it; finish only when everything it asks for is done."])
+            return Advice(notices=[Notice(f"{said} Not done yet, by the request's words: {names}. Do that next if the "
+                                          "request asks for it; finish only when everything it asks for is done.",
+                                          policy=self.name, code=code)])
         if succeeded:
-            return Advice(notices=[f"{said} Your next action must be finish, with the answer from these results and "
-                                   "what you did (or ask_user if only the user can say how to go on)."],
+            return Advice(notices=[Notice(f"{said} Your next action must be finish, with the answer from these results "
+                                          "and what you did (or ask_user if only the user can say how to go on).",
+                                          policy=self.name, code=code)],
                           withhold=CONCLUDE | {"refuse"})
-        return Advice(notices=[f"{said} Your next action must be finish (with the answer from these results), "
-                               "ask_user or refuse."], withhold=CONCLUDE)
+        return Advice(notices=[Notice(f"{said} Your next action must be finish (with the answer from these results), "
+                                      "ask_user or refuse.", policy=self.name, code=code)], withhold=CONCLUDE)
 
     def _remaining(self, run: RunView, report: StepReport) -> list[ToolSpec]:
         """State-changing tools the request's words name that have not succeeded in this run."""
-        done = {c.name for c, r in zip(report.calls, report.results) if r.ok}
+        done = {c.name for c, r in zip(report.calls, report.results, strict=False) if r.ok}
         for step in run.steps:
             if isinstance(step.action, ToolCallAction):
-                done.update(c.name for c, r in zip(step.action.calls, step.results) if r.ok)
+                done.update(c.name for c, r in zip(step.action.calls, step.results, strict=False) if r.ok)
         asked = content_stems(run.request, self.lexicon)
         for line in memories_about_request(run, self.lexicon):  # "do my hike prep": the memory says what
             asked |= content_stems(line, self.lexicon)
