@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Union
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -69,7 +69,7 @@ MAX_BATCH = 4
 
 def utcnow() -> datetime:
     """Timezone-aware now, the only clock the contract records."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class _Contract(BaseModel):
@@ -284,7 +284,8 @@ class ToolSpec(_Contract):
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
         """Leave out an undeclared ``effect_by_arg``: a trace or export of a tool without it
-        reads byte for byte as before the field existed."""
+        reads byte for byte as before the field existed.
+        """
         data = handler(self)
         if not self.effect_by_arg and isinstance(data, dict):
             data.pop("effect_by_arg", None)
@@ -330,7 +331,8 @@ class ToolSpec(_Contract):
         """The declared semantics as a plain dict (the ``x-pocketpilot`` extension of an export).
 
         ``effect_by_arg`` is there only when declared: a tool without it exports (and hashes
-        into η) as it did before the field existed."""
+        into η) as it did before the field existed.
+        """
         out = {k: getattr(self, k) for k in _SEMANTICS}
         if self.effect_by_arg:
             out["effect_by_arg"] = {
@@ -344,7 +346,8 @@ class ToolSpec(_Contract):
 
         The setting key stays only on a call that is a setting change (a ``query`` of a
         setting tool changes no setting), and ``effect_by_arg`` goes: the call's semantics are
-        settled, and the copy is a consistent spec (one that validates again)."""
+        settled, and the copy is a consistent spec (one that validates again).
+        """
         update = effect.model_dump(exclude={"detail"})
         update["effect_by_arg"] = {}
         if effect.effect != "setting":
@@ -353,7 +356,8 @@ class ToolSpec(_Contract):
 
     def for_arguments(self, arguments: Mapping[str, Any]) -> ToolSpec:
         """The semantics of a call with ``arguments``: the declared ones, or those its
-        ``effect_by_arg`` maps the argument's value (or the schema's default for it) to."""
+        ``effect_by_arg`` maps the argument's value (or the schema's default for it) to.
+        """
         for arg, by_value in self.effect_by_arg.items():
             if arg in arguments:
                 value = arguments[arg]
@@ -372,7 +376,8 @@ class ToolSpec(_Contract):
 
     def to_openai(self) -> dict[str, Any]:
         """Export in the OpenAI ``tools=[...]`` format; the semantics (and the declared ``world``,
-        if any) ride in the ``x-pocketpilot`` key."""
+        if any) ride in the ``x-pocketpilot`` key.
+        """
         function: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
@@ -564,7 +569,7 @@ class Finish(_Contract):
 
 
 Action = Annotated[
-    Union[ToolCallAction, MemorySearch, MemoryWrite, LoadSkill, Delegate, AskUser, Refuse, Finish],
+    ToolCallAction | MemorySearch | MemoryWrite | LoadSkill | Delegate | AskUser | Refuse | Finish,
     Field(discriminator="kind"),
 ]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

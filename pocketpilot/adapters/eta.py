@@ -25,7 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from ..policy_registry import PolicyError, build, default_entries, registered
 from .errors import EtaError, EtaIntegrityError
 
-__all__ = ["Eta", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry", "canonical_json", "default_policy_entries", "load_eta", "save_eta"]
+__all__ = [
+    "Eta", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry", "canonical_json", "default_policy_entries",
+    "load_eta", "save_eta",
+]
 
 VERSION_CHARS = 16
 
@@ -226,7 +229,8 @@ class Eta(_Model):
 
     def to_file_json(self) -> str:
         """The text stored on disk (sorted keys, indented for reading and line diffs)."""
-        return json.dumps({"eta_version": self.version, "eta": self.content()}, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps({"eta_version": self.version, "eta": self.content()}, sort_keys=True, indent=1, ensure_ascii=False)
+        return text + "\n"
 
 
 def save_eta(eta: Eta, path: str | os.PathLike[str]) -> Path:

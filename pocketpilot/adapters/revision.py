@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -101,7 +101,7 @@ class SetStopWords(_Op):
     remove: list[str] = Field(default_factory=list)
 
 
-Op = Annotated[Union[AddNote, ReplaceNote, RemoveNote, MapTool, SetPolicy, RemovePolicy, SetOffer, SetStopWords],
+Op = Annotated[AddNote | ReplaceNote | RemoveNote | MapTool | SetPolicy | RemovePolicy | SetOffer | SetStopWords,
                Field(discriminator="op")]
 
 

@@ -80,7 +80,8 @@ async def run_batch(
         results[i] = item
     out.results = [r for r in results if r is not None]
     out.calls = calls
-    out.held = [c for c, r in zip(calls, out.results) if r.error is not None and r.error.code == "precondition_failed"]
+    out.held = [c for c, r in zip(calls, out.results, strict=False)
+                if r.error is not None and r.error.code == "precondition_failed"]
     if calls != list(action.calls):
         out.executed = action.model_copy(update={"calls": calls})
     return out

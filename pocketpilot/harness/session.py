@@ -56,7 +56,7 @@ def _turn_messages(episode: Episode) -> list[ChatMessage]:
     lines = []
     for step in episode.steps:
         if isinstance(step.action, ToolCallAction):
-            for call, result in zip(step.action.calls, step.results):
+            for call, result in zip(step.action.calls, step.results, strict=False):
                 got = json.dumps(result.data, ensure_ascii=False, default=str) if result.ok else \
                     f"failed: {result.error.code if result.error else 'error'}"
                 lines.append(f"{call_text(call)} -> {got[:200]}")

@@ -346,7 +346,8 @@ def _count(c: CountCriterion, episode: Episode) -> CriterionResult:
 
 def _changes_state(call: ToolCall, specs: Mapping[str, ToolSpec]) -> bool:
     """Whether ``call`` may change the world, by its tool's declared spec for these arguments
-    (an unknown tool changes nothing)."""
+    (an unknown tool changes nothing).
+    """
     spec = spec_for_call(specs, call)
     return spec is not None and spec.changes_state
 
@@ -405,7 +406,8 @@ def _delegation_order(c: DelegationOrderCriterion, episode: Episode) -> Criterio
 def _records(final: dict[str, Any], initial: dict[str, Any] | None, path: str | None,
              created: bool) -> tuple[list[tuple[str, Any]], Any]:
     """The records ``fields`` are read under: the state root, the value at ``path``, or each
-    element of it when it is a list (only those this run added, with ``created``); and the value."""
+    element of it when it is a list (only those this run added, with ``created``); and the value.
+    """
     if path is None:
         return [("", final)], final
     value = resolve_path(final, path)
@@ -505,7 +507,8 @@ def _number_in_text(c: NumberInTextCriterion, final: dict[str, Any],
 
 def _actions(episode: Episode, by_parent: bool = True) -> list[tuple[Position, str, Any, bool, bool]]:
     """Every action in order as (position, kind, action or call, by the parent, took effect),
-    sub-agents' at their delegation's step (after it: a delegation precedes its sub-agent's work)."""
+    sub-agents' at their delegation's step (after it: a delegation precedes its sub-agent's work).
+    """
     out: list[tuple[Position, str, Any, bool, bool]] = []
     for step in episode.steps:
         action = step.action

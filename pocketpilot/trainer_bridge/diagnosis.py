@@ -4,8 +4,9 @@ Rule-based over the trace alone (no LLM): the verdict's criteria and their detai
 errors, the harness's repeated-failure notices, the stop reason, and the retrieved memories.
 Every rule that fires adds a :class:`Finding` naming the steps that show it; the *primary*
 attribution is the first finding in :data:`PRECEDENCE` (a missing skill before a missing tool,
-since skills expose tools). Harness categories come first on purpose: when the harness withheld a tool or fed back an empty error, the model's mistake
-that followed is a symptom, and blaming it would send the fix to the trainer instead of η.
+since skills expose tools). Harness categories come first on purpose: when the harness withheld a tool or fed
+back an empty error, the model's mistake that followed is a symptom, and blaming it would send the fix to the
+trainer instead of η.
 
 Rules (a failed episode has a verdict with ``success=False``):
 

@@ -230,7 +230,8 @@ def test_cli_compile_show_diff(tmp_path):
     res = runner.invoke(adapter, ["diff", str(a), str(b)])
     assert res.exit_code == 2 and "not JSON" in res.output
     rev = tmp_path / "rev.json"
-    rev.write_text(Revision(id="r1", base_version=version, rationale="x", ops=[RemoveNote(note_id="power.last")]).model_dump_json())
+    revision = Revision(id="r1", base_version=version, rationale="x", ops=[RemoveNote(note_id="power.last")])
+    rev.write_text(revision.model_dump_json())
     assert runner.invoke(adapter, ["propose", str(a), str(rev)]).exit_code == 0
     assert "r1" in runner.invoke(adapter, ["pending", str(a)]).output
     res = runner.invoke(adapter, ["approve", str(a), "r1", "--by", "bob"])

@@ -84,7 +84,8 @@ that would otherwise run)."""
 
 def default_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
     """The one default set, in order; ``on_denial`` is :class:`Confirmation`'s (a denial ends the
-    run by default; ``"hold"`` lets the planner go on without the refused call)."""
+    run by default; ``"hold"`` lets the planner go on without the refused call).
+    """
     return [IdForName(), Gates(), ScopeGuard(), UndoGuard(), LoopGuard(), RepeatFailure(), HeldCalls(),
             SendBack(), Confirmation(on_denial=on_denial)]
 
@@ -96,7 +97,8 @@ def safety_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
 
 def batch_groups(policies: Iterable[Policy], run: RunView) -> list[list[str]]:
     """The batch groups every policy that shapes batches asks for, together: two tools share a
-    group only where every such policy puts them in one."""
+    group only where every such policy puts them in one.
+    """
     groups: list[list[str]] = []
     for policy in policies:
         if not isinstance(policy, ShapesBatches):
@@ -137,7 +139,8 @@ policy_registry.set_defaults(default_entries)  # what η records when it names n
 def in_force(policies: Sequence[Policy] | None) -> list[Policy]:
     """Fresh copies of ``policies`` (the default set for None), with the safety policies added
     where missing: gates first, confirmation last. No set given to a session can switch off a
-    hard precondition or a confirmation."""
+    hard precondition or a confirmation.
+    """
     chosen = [p.fork() for p in (default_policies() if policies is None else policies)]
     if not any(p.name == Gates.name for p in chosen):
         chosen.insert(0, Gates())

@@ -152,7 +152,8 @@ class RunView(Protocol):
     @property
     def prescribed(self) -> Sequence[str]:
         """The guidance the deployment gives this run: the session's own (an operating policy)
-        and the η notes in force now; never a skill's procedure."""
+        and the η notes in force now; never a skill's procedure.
+        """
         ...
 
     def said_by_harness(self, message: str) -> bool:

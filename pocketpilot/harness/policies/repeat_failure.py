@@ -31,7 +31,7 @@ class RepeatFailure(BasePolicy):
 
     def after_step(self, report: StepReport, run: RunView) -> Advice | None:
         notices = []
-        for call, result in zip(report.calls, report.results):
+        for call, result in zip(report.calls, report.results, strict=False):
             if result.ok:
                 continue
             self._failures[call.key()] += 1

@@ -72,7 +72,8 @@ def _memory_lines(run: RunView) -> Iterator[str]:
 
 def memories_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
     """Recalled and retrieved memory lines that share a content word with the request: what a
-    request such as "do my hike prep" refers to (a distractor memory shares none)."""
+    request such as "do my hike prep" refers to (a distractor memory shares none).
+    """
     about = content_stems(run.request, lexicon)
     for line in _memory_lines(run):
         if content_stems(line, lexicon) & about:
@@ -101,7 +102,7 @@ def read_fields(run: RunView) -> Iterator[list[str]]:
     for step in run.steps:
         if not isinstance(step.action, ToolCallAction):
             continue
-        for call, result in zip(step.action.calls, step.results):
+        for call, result in zip(step.action.calls, step.results, strict=False):
             spec = spec_for_call(run.tools, call)
             if result.ok and spec is not None and (spec.read_only or spec.effect == "read"):
                 yield result_fields(result.data)
@@ -130,7 +131,7 @@ def _denied_before(call: ToolCall, run: RunView) -> bool:
     for step in run.gate_history:
         if id(step) in mine or not isinstance(step.action, ToolCallAction):
             continue
-        for c, r in zip(step.action.calls, step.results):
+        for c, r in zip(step.action.calls, step.results, strict=False):
             if c.key() == key and r.error is not None and r.error.code == "confirmation_denied":
                 return True
     return False
@@ -159,7 +160,7 @@ class ScopeGuard(BasePolicy):
         """The user's answer per call key."""
 
     def after_step(self, report: StepReport, run: RunView) -> Advice | None:
-        for call, result in zip(report.calls, report.results):
+        for call, result in zip(report.calls, report.results, strict=False):
             spec = spec_for_call(run.tools, call)
             if not result.ok or spec is None or spec.read_only or spec.effect in (None, "read"):
                 continue

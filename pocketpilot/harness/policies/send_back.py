@@ -66,7 +66,7 @@ class SendBack(BasePolicy):
         previous, ran_after = _last_tool_step(run)
         if previous is None or not isinstance(previous.action, ToolCallAction):
             return None
-        held = [c for c, r in zip(previous.action.calls, previous.results)
+        held = [c for c, r in zip(previous.action.calls, previous.results, strict=False)
                 if held_result(r) and c.key() not in ran_after]
         ready, _ = ready_calls(held, run.gates, run.gate_history) if held else ([], [])
         if ready:
@@ -76,7 +76,7 @@ class SendBack(BasePolicy):
                 "waited for the result you have now. If the request still needs it, send it as your next tool_call; "
                 "otherwise finish."
             ))
-        pairs = [(c, r.error) for c, r in zip(previous.action.calls, previous.results)
+        pairs = [(c, r.error) for c, r in zip(previous.action.calls, previous.results, strict=False)
                  if r.error is not None and r.error.code in FIXABLE]
         if not pairs or not isinstance(action, Refuse):
             return None

@@ -34,7 +34,7 @@ class UndoGuard(BasePolicy):
         for step in run.steps:
             if not isinstance(step.action, ToolCallAction):
                 continue
-            for c, r in zip(step.action.calls, step.results):
+            for c, r in zip(step.action.calls, step.results, strict=False):
                 made = spec_for_call(run.tools, c)
                 if r.ok and made is not None and made.effect == "create" and isinstance(r.data, dict) and "id" in r.data:
                     created.setdefault(str(r.data["id"]), step.index)
