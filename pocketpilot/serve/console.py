@@ -131,7 +131,7 @@ function renderStep(step) {
   for (const notice of step.notices || []) {
     const n = document.createElement("div");
     n.className = "muted notice";
-    n.textContent = "notice: " + notice;
+    n.textContent = "notice: " + (typeof notice === "string" ? notice : notice.text);  // {policy, code, text} in a trace
     extra.appendChild(n);
   }
   for (const hit of step.retrieved || []) {

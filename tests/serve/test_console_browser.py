@@ -110,4 +110,6 @@ async def test_the_console_denies_a_destructive_call_and_the_phone_stays_on(make
     assert shot.stat().st_size > 10_000
     assert len(seen["memories"]) == 1 and "charges her phone" in seen["memories"][0]
     assert "user_statement" in seen["memories"][0]  # shown with its provenance
+    notices = [line for s in seen["steps"] for line in s.splitlines() if line.startswith("notice: ")]
+    assert notices and not any("[object Object]" in n for n in notices)  # a trace's notice is {policy, code, text}
     assert "power_off" in seen["replay"] and "denied" in seen["replay"]
