@@ -96,7 +96,8 @@ def _failing_tool(counter: list[int] | None = None) -> Tool:
 
     return Tool.from_schema("flaky", {"type": "object", "properties": {"x": {"type": "integer"}}}, handler,
                             description="Update the remote flag.", effect="update",
-                            classify=lambda value: ToolError(code="refused", message=str(value)) if str(value).startswith("Error") else None)
+                            classify=lambda value: (ToolError(code="refused", message=str(value))
+                                                    if str(value).startswith("Error") else None))
 
 
 async def test_the_loop_guard_holds_a_call_the_world_keeps_rejecting():
@@ -302,8 +303,9 @@ def test_the_policy_set_is_part_of_eta_its_version_and_its_diff():
     assert tuned.version == base.version  # same content, same version
     holding = compile_eta(tools, policies=[*base.policies[:-1], PolicyEntry(name="confirmation", params={"on_denial": "hold"})])
     assert holding.version != base.version
-    changed = compile_eta(tools, policies=[PolicyEntry(name="repeat_failure", params={"limit": 4}) if p.name == "repeat_failure" else p
-                                           for p in base.policies])
+    changed = compile_eta(tools, policies=[
+        PolicyEntry(name="repeat_failure", params={"limit": 4}) if p.name == "repeat_failure" else p for p in base.policies
+    ])
     assert changed.version != base.version
     (change,) = diff_eta(base, changed)
     assert change.section == "policy" and change.name == "repeat_failure" and change.field == "limit"

@@ -153,10 +153,12 @@ class LoopGuard(BasePolicy):
         if not all_ok:
             return None
         if repeats and same:  # a held call sent again that now runs (the user allowed it) is no repeat
-            return self._stuck(run, report, "You just ran exactly these calls, with the same results: repeating them changes nothing.",
+            return self._stuck(run, report,
+                               "You just ran exactly these calls, with the same results: repeating them changes nothing.",
                                "repeated_batch")
         if self._cycles():
-            return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last steps already did, with the same results.",
+            return self._stuck(run, report, "You are going round in a circle: these calls repeat what the last steps "
+                                            "already did, with the same results.",
                                "cycle")
         earlier = self._succeeded.get(key)
         if earlier is not None:
