@@ -33,68 +33,74 @@ __all__ = ["Run"]
 logger = logging.getLogger(__name__)
 
 
-class Run(RunState):
-    """One run: the loop over assemble, plan, route, record, stop."""
+class Run:
+    """One run: the loop over assemble, plan, route, record, stop, over a :class:`RunState` it holds."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        """What the run knows, and the view its policies read."""
+        self.deps = state.deps
 
     # ------------------------------------------------------------------ the loop
 
     async def start(self) -> None:
-        self.emit(RunStarted(episode_id=self.header.episode_id, header=self.header, depth=self.s.depth,
-                             parent_step=self.s.parent_step))
-        if self.writer:
-            await self.writer.header(self.header)
+        state = self.state
+        state.emit(RunStarted(episode_id=state.header.episode_id, header=state.header, depth=state.setup.depth,
+                              parent_step=state.setup.parent_step))
+        if state.writer:
+            await state.writer.header(state.header)
 
     async def loop(self) -> None:
-        request_msg = ChatMessage(role="user", content=self.request, section="request")
-        prefix, prefix_notices = self._prefix()
-        for index in range(self.cfg.max_steps):
+        request_msg = ChatMessage(role="user", content=self.state.request, section="request")
+        prefix, prefix_notices = self.state._prefix()
+        for index in range(self.state.cfg.max_steps):
             outcome = await self._step(index, prefix, prefix_notices if index == 0 else [], request_msg)
             if isinstance(outcome, FollowUps):
                 outcome = await self._harness_step(outcome.calls, index) or Continue(outcome.prefix_changed)
             if isinstance(outcome, Stopped):
-                return self._set_stop(outcome.reason, outcome.detail)
+                return self.state._set_stop(outcome.reason, outcome.detail)
             if outcome.prefix_changed:
-                prefix, prefix_notices = self._prefix()
+                prefix, prefix_notices = self.state._prefix()
 
     async def _step(self, index: int, prefix: ChatMessage, prefix_notices: list[Notice],
                     request_msg: ChatMessage) -> StepOutcome:
         """One planner step: budgets, the plan, routing and advice, the record; what comes next."""
-        remaining = self.cfg.max_seconds - (time.monotonic() - self.started)
+        remaining = self.state.cfg.max_seconds - (time.monotonic() - self.state.started)
         if remaining <= 0:
-            return Stopped("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted")
-        if self.tokens >= self.cfg.max_tokens:
-            return Stopped("max_tokens", f"token budget of {self.cfg.max_tokens} exhausted ({self.tokens} used)")
-        messages = self.assembler.assemble(prefix, request_msg, self.history)
-        messages[1:1] = self.preamble  # earlier conversation and evidence: after the prefix, before the request
-        seen, context_digest = self._seen(prefix), digest([m.model_dump() for m in messages])
-        self.offered = tuple(k for k in self.kinds if k not in self.withheld) or self.kinds
-        self.withheld = frozenset()
+            return Stopped("max_seconds", f"wall-time budget of {self.state.cfg.max_seconds}s exhausted")
+        if self.state.tokens >= self.state.cfg.max_tokens:
+            return Stopped("max_tokens", f"token budget of {self.state.cfg.max_tokens} exhausted ({self.state.tokens} used)")
+        messages = self.state.assembler.assemble(prefix, request_msg, self.state.history)
+        messages[1:1] = self.state.preamble  # earlier conversation and evidence: after the prefix, before the request
+        seen, context_digest = self.state._seen(prefix), digest([m.model_dump() for m in messages])
+        self.state.offered = tuple(k for k in self.state.kinds if k not in self.state.withheld) or self.state.kinds
+        self.state.withheld = frozenset()
         started_at, t0 = utcnow(), time.monotonic()
         try:
-            output = await self._plan(PlanRequest(messages=messages, tools=list(self.tools.values()),
-                                                  kinds=self.offered, skills=self.loadable(),
-                                                  batch_groups=batch_groups(self.policies, self)), remaining)
+            output = await self._plan(PlanRequest(messages=messages, tools=list(self.state.tools.values()),
+                                                  kinds=self.state.offered, skills=self.state.loadable(),
+                                                  batch_groups=batch_groups(self.state.policies, self.state)), remaining)
         except TimeoutError:
-            return Stopped("max_seconds", f"wall-time budget of {self.cfg.max_seconds}s exhausted mid-step")
+            return Stopped("max_seconds", f"wall-time budget of {self.state.cfg.max_seconds}s exhausted mid-step")
         except PlannerOutputError as exc:
             await self._parse_failure(context_digest, exc, started_at, t0, seen)
-            if self.parse_failures >= self.cfg.max_parse_failures:
-                return Stopped("planner_error", f"{self.parse_failures} unparseable outputs in a row: {exc.reason}")
+            if self.state.parse_failures >= self.state.cfg.max_parse_failures:
+                return Stopped("planner_error", f"{self.state.parse_failures} unparseable outputs in a row: {exc.reason}")
             return Continue()
         except PlannerError as exc:
             return Stopped("planner_error", str(exc))
-        self.parse_failures = 0
-        self.tokens += output.turn.prompt_tokens_evaluated + output.turn.completion_tokens
+        self.state.parse_failures = 0
+        self.state.tokens += output.turn.prompt_tokens_evaluated + output.turn.completion_tokens
         try:
             routed = await self._route(output.action, index)
             advice = self._advise(routed, output.action)
         except RunStopped as stop:
             routed, advice = Routed(stop=stop.reason, stop_detail=stop.detail), Advice()
-        step = Step(index=len(self.steps), context_digest=context_digest, action=routed.executed or output.action,
+        step = Step(index=len(self.state.steps), context_digest=context_digest, action=routed.executed or output.action,
                     results=routed.results, planner=output.turn, retrieved=routed.retrieved,
                     notices=prefix_notices + routed.notices + advice.notices,
                     started_at=started_at, duration_s=time.monotonic() - t0, children=routed.children, **seen)
-        feedback = self._feedback(step.results, routed.notices + advice.notices)
+        feedback = self.state._feedback(step.results, routed.notices + advice.notices)
         await self._record(step, output.turn.raw or output.action.model_dump_json(), feedback)
         logger.info("step %d: %s", index, output.action.kind)
         return self._outcome(routed, advice)
@@ -111,14 +117,14 @@ class Run(RunState):
         return Continue(prefix_changed=routed.prefix_changed)
 
     async def _route(self, action: Action, index: int) -> Routed:
-        if action.kind not in self.offered:  # a planner need not have honoured the grammar
+        if action.kind not in self.state.offered:  # a planner need not have honoured the grammar
             return Routed(results=[ToolResult.failure("not_allowed", f"{action.kind} is not available here")])
         if isinstance(action, ToolCallAction):
             return await self._batch(action)
         if isinstance(action, (Finish, AskUser, Refuse, Delegate)):
-            held = next((h for p in self.policies if (h := p.on_stop(action, self)) is not None), None)
+            held = next((h for p in self.state.policies if (h := p.on_stop(action, self.state)) is not None), None)
             if held is not None:
-                self.harness_said.add(held.message)
+                self.state.harness_said.add(held.message)
                 return Routed(results=[ToolResult.failure(held.code, held.message)])
         if isinstance(action, Finish):
             return Routed(stop="finish", stop_detail=action.summary)
@@ -127,50 +133,50 @@ class Run(RunState):
         if isinstance(action, Refuse):
             return Routed(stop="refuse", stop_detail=action.reason)
         if isinstance(action, MemorySearch):
-            assert self.s.memory is not None  # memory_search is offered only with a memory
-            return await actions.memory_search(self.s.memory, action)
+            assert self.deps.memory is not None  # memory_search is offered only with a memory
+            return await actions.memory_search(self.deps.memory, action)
         if isinstance(action, MemoryWrite):
-            assert self.s.memory is not None
-            return await actions.memory_write(self.s.memory, action, episode_id=self.header.episode_id, index=index)
+            assert self.deps.memory is not None
+            return await actions.memory_write(self.deps.memory, action, episode_id=self.state.header.episode_id, index=index)
         if isinstance(action, LoadSkill):
-            return actions.load_skill(action, self.loadable(), lambda name: self.apply_skill(name, gates=True))
+            return actions.load_skill(action, self.state.loadable(), lambda name: self.state.apply_skill(name, gates=True))
         if isinstance(action, Delegate):
             return await self._observed_delegate(action)
         raise AssertionError(f"unrouted action kind {action.kind}")  # pragma: no cover
 
     def _advise(self, routed: Routed, action: Action, *, by_harness: bool = False) -> Advice:
         """Every policy's advice on the routed step, merged in policy order."""
-        report = StepReport(index=len(self.steps), action=routed.executed or action, calls=routed.calls,
+        report = StepReport(index=len(self.state.steps), action=routed.executed or action, calls=routed.calls,
                             results=routed.results, held=routed.held, by_harness=by_harness)
         merged = Advice()
-        for policy in self.policies:
-            advice = policy.after_step(report, self)
+        for policy in self.state.policies:
+            advice = policy.after_step(report, self.state)
             if advice is None:
                 continue
             merged.notices += [Notice.of(n, policy=policy.name, code="advice") for n in advice.notices]
             merged.followups += [c for c in advice.followups if c not in merged.followups]
             merged.withhold |= advice.withhold
             merged.stop = merged.stop or advice.stop
-        self.withheld |= merged.withhold
+        self.state.withheld |= merged.withhold
         return merged
 
     async def _batch(self, action: ToolCallAction) -> Routed:
-        step, eid = len(self.steps), self.header.episode_id
+        step, eid = len(self.state.steps), self.state.header.episode_id
 
         def call_id(i: int) -> str:
             return f"call_{eid[:12]}_{step}_{i}"
 
         def started(call: ToolCall, i: int) -> None:
-            self.emit(CallStarted(episode_id=eid, step=step, call_id=call_id(i), call=call,
-                                  spec=spec_for_call(self.tools, call)))
+            self.state.emit(CallStarted(episode_id=eid, step=step, call_id=call_id(i), call=call,
+                                        spec=spec_for_call(self.state.tools, call)))
 
         def ended(call: ToolCall, i: int, result: ToolResult | None, exc: BaseException | None) -> None:
-            self.emit(CallEnded(episode_id=eid, step=step, call_id=call_id(i), call=call, result=result,
-                                error=str(exc) if exc else None, error_type=type(exc).__name__ if exc else None))
+            self.state.emit(CallEnded(episode_id=eid, step=step, call_id=call_id(i), call=call, result=result,
+                                      error=str(exc) if exc else None, error_type=type(exc).__name__ if exc else None))
 
-        return await run_batch(action, policies=self.policies, tools=self.tools, run=self,
-                               execute=lambda call, i: self.s.executor.call(call), started=started, ended=ended,
-                               said=self.harness_said)
+        return await run_batch(action, policies=self.state.policies, tools=self.state.tools, run=self.state,
+                               execute=lambda call, i: self.deps.executor.call(call), started=started, ended=ended,
+                               said=self.state.harness_said)
 
     async def _harness_step(self, calls: list[ToolCall], index: int) -> Stopped | None:
         """Run held calls in a step of their own, recorded like any step but with no planner turn."""
@@ -181,83 +187,86 @@ class Run(RunState):
         except RunStopped as stopped:
             return Stopped(stopped.reason, stopped.detail)
         advice = self._advise(routed, action, by_harness=True)
-        step = Step(index=len(self.steps), context_digest="", action=routed.executed or action, results=routed.results,
+        step = Step(index=len(self.state.steps), context_digest="", action=routed.executed or action, results=routed.results,
                     notices=[Notice(f"run by the harness after step {index + 1}'s results met its precondition",
                                     policy="harness", code="harness_step"),
                              *routed.notices, *advice.notices],
                     started_at=started_at, duration_s=time.monotonic() - t0)
-        await self._record(step, action.model_dump_json(), self._feedback(step.results, routed.notices + advice.notices))
+        await self._record(step, action.model_dump_json(), self.state._feedback(step.results, routed.notices + advice.notices))
         return Stopped(advice.stop.reason, advice.stop.detail) if advice.stop is not None else None
 
     async def _plan(self, request: PlanRequest, remaining: float) -> PlannerOutput:
         """Ask the planner within the remaining wall time, telling the observer either way."""
-        step, eid = len(self.steps), self.header.episode_id
-        self.emit(PlanStarted(episode_id=eid, step=step, planner=self.s.planner.info))
+        step, eid = len(self.state.steps), self.state.header.episode_id
+        self.state.emit(PlanStarted(episode_id=eid, step=step, planner=self.deps.planner.info))
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for returns the result of a plan that
             # completed in the same loop turn as a Ctrl-C, and the cancellation is lost.
             async with asyncio.timeout(remaining):
-                output = await self.s.planner.plan(request)
+                output = await self.deps.planner.plan(request)
         except (TimeoutError, PlannerError) as exc:
             turn = getattr(exc, "turn", None)
-            self.emit(PlanEnded(episode_id=eid, step=step, turn=turn if isinstance(turn, PlannerTurn) else None,
-                                error=str(exc) or "wall-time budget exhausted", error_type=type(exc).__name__))
+            self.state.emit(PlanEnded(episode_id=eid, step=step, turn=turn if isinstance(turn, PlannerTurn) else None,
+                                      error=str(exc) or "wall-time budget exhausted", error_type=type(exc).__name__))
             raise
-        self.emit(PlanEnded(episode_id=eid, step=step, turn=output.turn))
+        self.state.emit(PlanEnded(episode_id=eid, step=step, turn=output.turn))
         return output
 
     async def _observed_delegate(self, action: Delegate) -> Routed:
         """The hand-off, told to the observer: the sub-agent's run nests in it."""
-        step, eid = len(self.steps), self.header.episode_id
+        step, eid = len(self.state.steps), self.state.header.episode_id
         call_id = f"delegate_{eid[:12]}_{step}"
-        self.emit(DelegateStarted(episode_id=eid, step=step, call_id=call_id, action=action))
+        self.state.emit(DelegateStarted(episode_id=eid, step=step, call_id=call_id, action=action))
         try:
-            routed = await actions.delegate(action, lambda a: self.s.child(a, self.tools, self.gates, self.steps),
+            state = self.state
+            routed = await actions.delegate(action, lambda a: self.deps.spawn_child(a, state.tools, state.gates, state.steps),
                                             episode_id=eid, step=step)
         except Exception as exc:
-            self.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))
+            self.state.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))
             raise
-        self.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, result=routed.results[0] if routed.results else None))
+        self.state.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id,
+                                      result=routed.results[0] if routed.results else None))
         return routed
 
     # ------------------------------------------------------------------ record and end
 
     async def _record(self, step: Step, assistant: str, feedback: str) -> None:
-        self.steps.append(step)
-        self.history.append([ChatMessage(role="assistant", content=assistant, step=step),
-                             ChatMessage(role="tool", content=feedback, step=step)])
-        if self.writer:
-            await self.writer.step(step)
-        if self.s.on_step is not None:
-            self.s.on_step(step)
+        self.state.steps.append(step)
+        self.state.history.append([ChatMessage(role="assistant", content=assistant, step=step),
+                                   ChatMessage(role="tool", content=feedback, step=step)])
+        if self.state.writer:
+            await self.state.writer.step(step)
+        if self.deps.on_step is not None:
+            self.deps.on_step(step)
 
     async def _parse_failure(self, context_digest: str, exc: PlannerOutputError, started_at: Any, t0: float,
                              seen: dict[str, Any]) -> None:
-        self.parse_failures += 1
+        self.state.parse_failures += 1
         turn = exc.turn if isinstance(exc.turn, PlannerTurn) else PlannerTurn(raw=exc.raw, finish_reason="error")
-        self.tokens += turn.prompt_tokens_evaluated + turn.completion_tokens
+        self.state.tokens += turn.prompt_tokens_evaluated + turn.completion_tokens
         error = ToolError(code="invalid_action", message=exc.reason)
         notice = Notice("Your last output was not a valid action. Reply with exactly one JSON action as described.",
                         policy="harness", code="invalid_action")
-        step = Step(index=len(self.steps), context_digest=context_digest, planner=turn, error=error, notices=[notice],
+        step = Step(index=len(self.state.steps), context_digest=context_digest, planner=turn, error=error, notices=[notice],
                     started_at=started_at, duration_s=time.monotonic() - t0, **seen)
         await self._record(step, exc.raw, json.dumps({"error": error.model_dump(), "notices": [notice]}))
 
     async def finish(self, reason: StopReason, detail: str, *, run_verifier: bool = True) -> Episode:
-        episode = Episode(header=self.header, steps=self.steps, stop_reason=reason, stop_detail=detail, ended_at=utcnow())
-        if run_verifier and self.s.verifier is not None:
-            verdict = await self.s.verifier(episode)
+        episode = Episode(header=self.state.header, steps=self.state.steps, stop_reason=reason, stop_detail=detail,
+                          ended_at=utcnow())
+        if run_verifier and self.deps.verifier is not None:
+            verdict = await self.deps.verifier(episode)
             if not isinstance(verdict, Verdict):
                 raise UsageError(f"verifier returned {type(verdict).__name__}, not a Verdict")
             episode = episode.model_copy(update={"verdict": verdict})
-        self.ended = True  # set before the write: a cancelled end line is still finished by its thread
-        self.emit(RunEnded(episode_id=self.header.episode_id, episode=episode))
-        if self.writer:
-            await self.writer.end(episode)
-            self.writer.close()
-        if run_verifier and self.s.memory is not None and self.cfg.capture_episodes:
+        self.state.ended = True  # set before the write: a cancelled end line is still finished by its thread
+        self.state.emit(RunEnded(episode_id=self.state.header.episode_id, episode=episode))
+        if self.state.writer:
+            await self.state.writer.end(episode)
+            self.state.writer.close()
+        if run_verifier and self.deps.memory is not None and self.state.cfg.capture_episodes:
             try:
-                await self.s.memory.capture_episode(episode)
+                await self.deps.memory.capture_episode(episode)
             except MemoryStoreError:
-                logger.exception("capturing episode %s into memory failed", self.header.episode_id)
+                logger.exception("capturing episode %s into memory failed", self.state.header.episode_id)
         return episode

@@ -1,4 +1,4 @@
-"""What one run knows: its tools, gates, guidance, steps and header; the view its policies read."""
+"""What one run knows: its dependencies, its setup, its tools, gates, guidance, steps and header; the view its policies read."""
 
 from __future__ import annotations
 
@@ -6,49 +6,95 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._version import __version__
-from ..contracts import ChatMessage, EpisodeHeader, Notice, Step, StopReason, ToolCall, ToolResult, ToolSpec
+from ..contracts import ChatMessage, Delegate, EpisodeHeader, Notice, Step, StopReason, ToolCall, ToolResult, ToolSpec
 from ..errors import UsageError
 from ..executor.effects import ClassifiesEffects
 from ..memory.base import DescribesRetrieval
 from ..skills.base import LoadedSkillView, ToolGate
 from ..tracing.trace import TraceWriter
+from .actions import SubAgent
+from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, SkillStore, Verifier
+from .config import HarnessConfig
 from .context import ContextAssembler
-from .observer import RunEvent
-from .policies import describe, in_force
+from .observer import RunEvent, RunObserver
+from .policies import Policy, describe, in_force
 
-if TYPE_CHECKING:
-    from .session import Session
-
-__all__ = ["RunState"]
+__all__ = ["RunDeps", "RunSetup", "RunState", "SpawnChild"]
 
 logger = logging.getLogger("pocketpilot.harness.loop")
+
+SpawnChild = Callable[[Delegate, dict[str, ToolSpec], Sequence[ToolGate], Sequence[Step]], SubAgent]
+"""A sub-agent for a hand-off: the delegate, the parent's tools and gates now, its completed steps."""
+
+
+@dataclass(frozen=True)
+class RunDeps:
+    """What a run calls out to; the session builds it once per run, so the run never reads the session."""
+
+    planner: Planner
+    executor: Executor
+    memory: MemoryStore | None
+    skills: SkillStore | None
+    confirm: ConfirmationPolicy
+    verifier: Verifier | None
+    observer: RunObserver | None
+    spawn_child: SpawnChild
+    on_step: Callable[[Step], None] | None = None
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run starts from: the session's settings as they stand when the run starts."""
+
+    config: HarnessConfig
+    tools: Mapping[str, ToolSpec]
+    """The tools the session exposes before any skill is loaded."""
+    kinds: tuple[str, ...]
+    """The action kinds the session can route."""
+    gates: tuple[ToolGate, ...] = ()
+    guidance: tuple[str, ...] = ()
+    """The session's static guidance (an operating policy)."""
+    guidance_for: Callable[[Sequence[str]], list[str]] | None = None
+    evidence: tuple[str, ...] = ()
+    gate_history: tuple[Step, ...] = ()
+    prior: tuple[ChatMessage, ...] = ()
+    preloaded: tuple[str, ...] = ()
+    policies: tuple[Policy, ...] | None = None
+    """None: the default policies."""
+    task_id: str | None = None
+    eta_version: str | None = None
+    parent_episode_id: str | None = None
+    depth: int = 0
+    parent_step: int | None = None
+    trace_dir: Path | None = None
 
 
 class RunState:
     """Mutable state of one run, and the read-only view its policies get (:class:`~pocketpilot.harness.policies.RunView`)."""
 
-    def __init__(self, session: Session, request: str, earlier: Sequence[ChatMessage] = (), turn: int = 0) -> None:
-        self.s, self.request, self.cfg = session, request, session.config
-        self.tools: dict[str, ToolSpec] = dict(session._base_tools)
+    def __init__(self, deps: RunDeps, setup: RunSetup, request: str, earlier: Sequence[ChatMessage] = (),
+                 turn: int = 0) -> None:
+        self.deps, self.setup, self.request, self.cfg = deps, setup, request, setup.config
+        self.tools: dict[str, ToolSpec] = dict(setup.tools)
         self.loaded_skills: list[str] = []
-        self.gates: list[ToolGate] = list(session.gates)
-        self.guidance = list(session.guidance)
+        self.gates: list[ToolGate] = list(setup.gates)
+        self.guidance = list(setup.guidance)
         """Static guidance plus the procedures of skills loaded in this run."""
-        self.kinds = session.kinds()
+        self.kinds = setup.kinds
         if not self.kinds:
             raise UsageError("no action kind is offered to the planner")
         self.offered, self.withheld = self.kinds, frozenset[str]()
-        for name in session.preloaded:
+        for name in setup.preloaded:
             self.apply_skill(name, gates=False)
-        self.policies = in_force(session.policies)
-        self.assembler = ContextAssembler(self.cfg.budget, session.planner.count_tokens)
-        self.preamble = [*session.prior, *earlier, *self._evidence()]
+        self.policies = in_force(None if setup.policies is None else list(setup.policies))
+        self.assembler = ContextAssembler(self.cfg.budget, deps.planner.count_tokens)
+        self.preamble = [*setup.prior, *earlier, *self._evidence()]
         self.history: list[list[ChatMessage]] = []
         self.steps: list[Step] = []
         self.parse_failures = self.tokens = 0
@@ -57,12 +103,12 @@ class RunState:
         self.stop_detail = f"no stop after {self.cfg.max_steps} steps"
         self.started = time.monotonic()
         self.header = EpisodeHeader(
-            episode_id=uuid.uuid4().hex, request=request, task_id=session.task_id, planner=session.planner.info,
+            episode_id=uuid.uuid4().hex, request=request, task_id=setup.task_id, planner=deps.planner.info,
             harness_config={k: (asdict(v) if hasattr(v, "__dataclass_fields__") else v) for k, v in asdict(self.cfg).items()},
-            eta_version=session.eta_version, skills=list(self.loaded_skills), tools=list(self.tools.values()),
+            eta_version=setup.eta_version, skills=list(self.loaded_skills), tools=list(self.tools.values()),
             kinds=list(self.kinds), preamble=[{"role": m.role, "content": m.content} for m in self.preamble],
-            pocketpilot_version=__version__, parent_episode_id=session.parent_episode_id,
-            memory_retrieval=session.memory.retrieval if isinstance(session.memory, DescribesRetrieval) else None,
+            pocketpilot_version=__version__, parent_episode_id=setup.parent_episode_id,
+            memory_retrieval=deps.memory.retrieval if isinstance(deps.memory, DescribesRetrieval) else None,
             policies=describe(self.policies), turn=turn,
         )
         self.seen_prompt: str | None = None
@@ -70,31 +116,35 @@ class RunState:
         self.ended = False
         """The end record is written (or being written): a later cancellation adds no second one."""
         self.writer: TraceWriter | None = None
-        if session.trace_dir is not None:
-            self.writer = TraceWriter(Path(session.trace_dir) / f"{self.header.episode_id}.jsonl")
-            session.trace_path = self.writer.path
+        if setup.trace_dir is not None:
+            self.writer = TraceWriter(Path(setup.trace_dir) / f"{self.header.episode_id}.jsonl")
+
+    @property
+    def trace_path(self) -> Path | None:
+        """Where this run's trace goes (None: no trace directory); the session reports it to its users."""
+        return self.writer.path if self.writer is not None else None
 
     # ------------------------------------------------------------------ RunView
 
     @property
     def evidence(self) -> Sequence[str]:
-        return self.s.evidence
+        return self.setup.evidence
 
     @property
     def prescribed(self) -> list[str]:
-        notes = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
-        return [*self.s.guidance, *notes]
+        notes = self.setup.guidance_for(list(self.tools)) if self.setup.guidance_for is not None else []
+        return [*self.setup.guidance, *notes]
 
     @property
     def gate_history(self) -> list[Step]:
-        return [*self.s.gate_history, *self.steps]
+        return [*self.setup.gate_history, *self.steps]
 
     def said_by_harness(self, message: str) -> bool:
         return message in self.harness_said
 
     async def confirm(self, call: ToolCall, spec: ToolSpec) -> tuple[bool, str]:
-        allowed = await self.s.confirm(call, spec)
-        return allowed, str(getattr(self.s.confirm, "reason", type(self.s.confirm).__name__))
+        allowed = await self.deps.confirm(call, spec)
+        return allowed, str(getattr(self.deps.confirm, "reason", type(self.deps.confirm).__name__))
 
     async def effect_of(self, call: ToolCall, spec: ToolSpec) -> tuple[ToolSpec, str]:
         """The spec's semantics, or what the executor says the call hits (a tap on "Send").
@@ -102,9 +152,9 @@ class RunState:
         A declared effect is the stricter of the two: a classification never waives a
         declared confirmation.
         """
-        if not isinstance(self.s.executor, ClassifiesEffects):
+        if not isinstance(self.deps.executor, ClassifiesEffects):
             return spec, ""
-        effect = await self.s.executor.effect_of(call)
+        effect = await self.deps.executor.effect_of(call)
         if effect is None or (spec.effect is not None and (spec.needs_confirmation or not effect.needs_confirmation)):
             return spec, ""
         return spec.with_effect(effect), effect.detail
@@ -112,17 +162,18 @@ class RunState:
     # ------------------------------------------------------------------ context and skills
 
     def _prefix(self) -> tuple[ChatMessage, list[Notice]]:
-        filtered = self.s.guidance_for(list(self.tools)) if self.s.guidance_for is not None else []
+        filtered = self.setup.guidance_for(list(self.tools)) if self.setup.guidance_for is not None else []
         # the session's static guidance (an operating policy) goes right after the rules, ahead of
         # what the request changes (routed notes, loaded procedures): a long policy stays in the KV prefix
-        static = len(self.s.guidance)
+        static = len(self.setup.guidance)
         prefix, notices = self.assembler.prefix(list(self.tools.values()), self.kinds,
                                                 [*filtered, *self.guidance[static:]], self.loadable(),
                                                 policy=self.guidance[:static])
         return prefix, [Notice.of(n, policy="harness", code="guidance_over_budget") for n in notices]
 
     def _evidence(self) -> list[ChatMessage]:
-        return [ChatMessage(role="user", content="\n\n".join(self.s.evidence), section="evidence")] if self.s.evidence else []
+        evidence = self.setup.evidence
+        return [ChatMessage(role="user", content="\n\n".join(evidence), section="evidence")] if evidence else []
 
     def _seen(self, prefix: ChatMessage) -> dict[str, Any]:
         """What this step's context holds that the trace has not recorded yet (``Step.system_prompt``)."""
@@ -136,9 +187,9 @@ class RunState:
         return seen
 
     def loadable(self) -> list[str]:
-        if self.s.skills is None or "load_skill" not in self.kinds:
+        if self.deps.skills is None or "load_skill" not in self.kinds:
             return []
-        return [n for n in self.s.skills.available(list(self.tools)) if n not in self.loaded_skills]
+        return [n for n in self.deps.skills.available(list(self.tools)) if n not in self.loaded_skills]
 
     def apply_skill(self, name: str, *, gates: bool) -> list[str]:
         """Put a skill in force: its procedure, its tools and (when ``gates``) all its gates; returns tools added.
@@ -146,14 +197,14 @@ class RunState:
         ``always`` gates are in force already (the session got them at construction); a gate
         listed twice blocks no more than once.
         """
-        assert self.s.skills is not None
-        skill: LoadedSkillView = self.s.skills.load(name)
+        assert self.deps.skills is not None
+        skill: LoadedSkillView = self.deps.skills.load(name)
         self.loaded_skills.append(name)
         if gates:
             self.gates.extend(g for g in skill.gates if g not in self.gates)
         if skill.guidance:
             self.guidance.append(f"[{name}] {skill.guidance}")
-        exposed = {t.name: t for t in self.s.executor.tools()}
+        exposed = {t.name: t for t in self.deps.executor.tools()}
         added = [n for n in skill.exposes if n in exposed and n not in self.tools]
         self.tools.update((n, exposed[n]) for n in added)
         return added
@@ -165,12 +216,12 @@ class RunState:
 
     def emit(self, event: RunEvent) -> None:
         """Tell the session's observer; its failure is logged, never the run's."""
-        if self.s.observer is None:
+        if self.deps.observer is None:
             return
         try:
-            self.s.observer.observe(event)
+            self.deps.observer.observe(event)
         except Exception:
-            logger.exception("run observer %s failed on %s", type(self.s.observer).__name__, event.kind)
+            logger.exception("run observer %s failed on %s", type(self.deps.observer).__name__, event.kind)
 
     @staticmethod
     def _feedback(results: Sequence[ToolResult], notices: Sequence[str]) -> str:

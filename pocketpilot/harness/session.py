@@ -14,41 +14,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..contracts import ACTION_KINDS, ChatMessage, Delegate, Episode, Finish, Step, ToolCallAction, ToolSpec
 from ..errors import UsageError
 from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, SkillStore, ToolGate, Verifier
+from .config import HarnessConfig
 from .confirm import DenyAll
-from .context import ContextBudget
 from .loop import Run
 from .observer import RunEnded, RunObserver
 from .policies import Policy
 from .policies._text import call_text
+from .run_state import RunDeps, RunSetup, RunState
 
 __all__ = ["HarnessConfig", "Session"]
-
-
-@dataclass(frozen=True)
-class HarnessConfig:
-    """Budgets of one session (what the harness does about a step is its policies' business)."""
-
-    max_steps: int = 15
-    max_tokens: int = 100_000
-    """Compute budget: prompt tokens actually evaluated plus generated tokens, over the run."""
-    max_seconds: float = 600.0
-    max_parse_failures: int = 3
-    """Consecutive unparseable outputs before the run stops with planner_error."""
-    max_delegate_depth: int = 1
-    capture_episodes: bool = True
-    budget: ContextBudget = field(default_factory=ContextBudget)
-
-    def __post_init__(self) -> None:
-        if self.max_steps < 1 or self.max_tokens < 1 or self.max_seconds <= 0:
-            raise UsageError("HarnessConfig budgets must be positive")
-        if self.budget.conversation < 0:
-            raise UsageError("the conversation budget must be >= 0")
 
 
 def _turn_messages(episode: Episode) -> list[ChatMessage]:
@@ -161,7 +140,7 @@ class Session:
                 raise UsageError(f"tools not provided by the executor: {', '.join(missing)}")
             available = {n: available[n] for n in tools}
         self._base_tools = available
-        self.trace_path: Path | None = None
+        self._trace_path: Path | None = None
         self.parent_episode_id: str | None = None
         """Set on a sub-agent session: the episode of the parent that delegated to it."""
 
@@ -179,25 +158,30 @@ class Session:
         earlier = self._conversation()
         try:
             await self.planner.load()  # the header records the model's sha256 and quantization
-            state = Run(self, request, earlier, turn=len(self.turns))
+            state = self._new_run(request, earlier)
             # start() inside: a Ctrl-C while the header is being written still gets its end record
             await state.start()
             await state.loop()
             # inside too: a Ctrl-C while the verifier runs still ends the trace (as cancelled)
-            episode = await state.finish(state.stop_reason, state.stop_detail)
+            episode = await state.finish(state.state.stop_reason, state.state.stop_detail)
         except asyncio.CancelledError:
             if state is None:  # cancelled while the model loaded: the trace still says so
-                state = Run(self, request, earlier, turn=len(self.turns))
+                state = self._new_run(request, earlier)
                 await state.start()
-            if not state.ended:
+            if not state.state.ended:
                 await state.finish("cancelled", "cancelled (Ctrl-C or task cancellation)", run_verifier=False)
             raise
         except Exception as exc:
-            if state is not None and not state.ended:  # an observer's open spans still end
-                state.emit(RunEnded(episode_id=state.header.episode_id, error=f"{type(exc).__name__}: {exc}"))
+            if state is not None and not state.state.ended:  # an observer's open spans still end
+                state.state.emit(RunEnded(episode_id=state.state.header.episode_id, error=f"{type(exc).__name__}: {exc}"))
             raise
         self.turns.append(episode)
         return episode
+
+    @property
+    def trace_path(self) -> Path | None:
+        """The trace file of the latest run that wrote one (None: no trace directory, or no run yet)."""
+        return self._trace_path
 
     def forget(self) -> None:
         """Drop the conversation: the next request starts without earlier turns."""
@@ -225,6 +209,25 @@ class Session:
         raise UsageError("run_sync() inside a running event loop; use `await session.run()`")
 
     # ------------------------------------------------------------------ helpers used by the loop
+
+    def _new_run(self, request: str, earlier: Sequence[ChatMessage]) -> Run:
+        """One run over what this session holds now; the run reads its deps and setup, never the session."""
+        deps = RunDeps(planner=self.planner, executor=self.executor, memory=self.memory, skills=self.skills,
+                       confirm=self.confirm, verifier=self.verifier, observer=self.observer,
+                       spawn_child=self.child, on_step=self.on_step)
+        setup = RunSetup(
+            config=self.config, tools=dict(self._base_tools), kinds=self.kinds(), gates=tuple(self.gates),
+            guidance=tuple(self.guidance), guidance_for=self.guidance_for, evidence=tuple(self.evidence),
+            gate_history=tuple(self.gate_history), prior=tuple(self.prior), preloaded=tuple(self.preloaded),
+            policies=None if self.policies is None else tuple(self.policies), task_id=self.task_id,
+            eta_version=self.eta_version, parent_episode_id=self.parent_episode_id, depth=self.depth,
+            parent_step=self.parent_step, trace_dir=self.trace_dir,
+        )
+        state = RunState(deps, setup, request, earlier, turn=len(self.turns))
+        if state.trace_path is not None:  # told to users as soon as the file is named, as before
+            self._trace_path = state.trace_path
+        return Run(state)
+
 
     def kinds(self) -> tuple[str, ...]:
         """Action kinds this session can route."""
