@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    StringConstraints,
     TypeAdapter,
     field_validator,
     model_serializer,
@@ -88,6 +89,9 @@ CONFIRM_EFFECTS: frozenset[str] = frozenset({"send", "delete", "purchase"})
 _SEMANTICS = (
     "read_only", "destructive", "idempotent", "open_world", "effect", "id_arg", "name_arg", "setting",
 )
+
+_DECLARED_ONLY = ("effect_by_arg", "fixable_errors")
+"""ToolSpec fields a dump, an export and η carry only when a tool declares them."""
 
 IDEMPOTENT_EFFECTS: frozenset[str] = frozenset({"read", "setting"})
 """Effects a repeat of which has, by their nature, no further effect: the idempotent default.
@@ -262,6 +266,12 @@ class ToolSpec(_Contract):
     semantics, so declare the tool as its strictest value. Every consumer reads a call's
     semantics through :meth:`for_arguments` (:func:`spec_for_call`), as it reads a tap's
     classified effect."""
+    fixable_errors: list[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]] = Field(
+        default_factory=list)
+    """Error codes of this tool, beyond the generic ones (``invalid_arguments``, ``not_found``,
+    ``precondition_failed``), whose message says how to go on (``unsupported_unit``: the
+    converter names the pairs it has, a skill the route around it). A refusal right after one
+    is sent back once (the ``send_back`` policy); a code a tool does not declare is not."""
 
     @model_validator(mode="before")
     @classmethod
@@ -283,12 +293,14 @@ class ToolSpec(_Contract):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Leave out an undeclared ``effect_by_arg``: a trace or export of a tool without it
-        reads byte for byte as before the field existed.
+        """Leave out an undeclared ``effect_by_arg`` or ``fixable_errors``: a trace or export
+        of a tool without them reads byte for byte as before the fields existed.
         """
         data = handler(self)
-        if not self.effect_by_arg and isinstance(data, dict):
-            data.pop("effect_by_arg", None)
+        if isinstance(data, dict):
+            for field in _DECLARED_ONLY:
+                if not getattr(self, field):
+                    data.pop(field, None)
         return data
 
     def _check_effect_by_arg(self, props: dict[str, Any]) -> None:
@@ -330,10 +342,12 @@ class ToolSpec(_Contract):
     def semantics(self) -> dict[str, Any]:
         """The declared semantics as a plain dict (the ``x-pocketpilot`` extension of an export).
 
-        ``effect_by_arg`` is there only when declared: a tool without it exports (and hashes
-        into η) as it did before the field existed.
+        ``effect_by_arg`` and ``fixable_errors`` are there only when declared: a tool without
+        them exports (and hashes into η) as it did before the fields existed.
         """
         out = {k: getattr(self, k) for k in _SEMANTICS}
+        if self.fixable_errors:
+            out["fixable_errors"] = list(self.fixable_errors)
         if self.effect_by_arg:
             out["effect_by_arg"] = {
                 arg: {value: e.model_dump(mode="json", exclude={"detail"}) for value, e in m.items()}
@@ -404,7 +418,7 @@ class ToolSpec(_Contract):
             name=function["name"],
             description=function.get("description", ""),
             parameters=function.get("parameters") or {"type": "object", "properties": {}},
-            **{k: extra[k] for k in (*_SEMANTICS, "effect_by_arg", "world") if k in extra},
+            **{k: extra[k] for k in (*_SEMANTICS, *_DECLARED_ONLY, "world") if k in extra},
         )
 
 

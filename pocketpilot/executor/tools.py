@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -142,6 +142,7 @@ class Tool:
         name_arg: str | None = None,
         setting: str | None = None,
         effect_by_arg: EffectByArg | None = None,
+        fixable_errors: Sequence[str] = (),
         concurrent: bool | None = None,
         classify: ResultClassifier | None = None,
     ) -> None:
@@ -159,12 +160,12 @@ class Tool:
         self._bound: Any = None
         self._declare(self.args_model.model_json_schema(), destructive=destructive, idempotent=idempotent,
                       read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
-                      setting=setting, effect_by_arg=effect_by_arg)
+                      setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors)
 
     def _declare(self, parameters: dict[str, Any], *, destructive: bool | None = None, idempotent: bool | None = None,
                  read_only: bool | None = None, open_world: bool = False, effect: Effect | None = None,
                  id_arg: str | None = None, name_arg: str | None = None, setting: str | None = None,
-                 effect_by_arg: EffectByArg | None = None) -> None:
+                 effect_by_arg: EffectByArg | None = None, fixable_errors: Sequence[str] = ()) -> None:
         """The spec the planner and the harness's policies read, from the declared semantics.
 
         What is left out (None) takes ToolSpec's defaults by effect, the one table every
@@ -185,6 +186,7 @@ class Tool:
                 name_arg=name_arg,
                 setting=setting,
                 effect_by_arg=dict(effect_by_arg or {}),
+                fixable_errors=list(fixable_errors),
             )
         except ValidationError as exc:
             raise ToolDefinitionError(f"tool {self.name!r}: {_definition_message(exc)}") from exc
@@ -300,6 +302,7 @@ def tool(
     name_arg: str | None = None,
     setting: str | None = None,
     effect_by_arg: EffectByArg | None = None,
+    fixable_errors: Sequence[str] = (),
     concurrent: bool | None = None,
     classify: ResultClassifier | None = None,
 ) -> Any:
@@ -321,6 +324,10 @@ def tool(
     while ``action="enable"`` keeps the declared setting semantics. A value may map to a bare
     effect or to a ToolEffect's fields (``{"effect": "delete", "destructive": False}``).
 
+    ``fixable_errors`` names the error codes of the tool, beyond the generic ones, whose message
+    says how to fix the call (``@tool(fixable_errors=["unsupported_unit"])``): a refusal right
+    after one is sent back once, as after an ``invalid_arguments``.
+
     Raise :class:`~pocketpilot.errors.ToolFailure` inside the body to report a failure with a
     code; a ``ValueError``/``TypeError``/``LookupError`` becomes ``invalid_arguments``; any other
     exception becomes ``tool_error`` with its type and message. ``classify`` turns a returned
@@ -337,7 +344,8 @@ def tool(
         return Tool(
             f, name=name, description=description, destructive=destructive, idempotent=idempotent,
             read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
-            setting=setting, effect_by_arg=effect_by_arg, concurrent=concurrent, classify=classify,
+            setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors, concurrent=concurrent,
+            classify=classify,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -472,7 +480,7 @@ class _SchemaTool(Tool):
         self.args_model = None  # type: ignore[assignment]
         self._bound = None
         unknown = set(semantics) - {"destructive", "idempotent", "read_only", "open_world", "effect", "id_arg",
-                                    "name_arg", "setting", "effect_by_arg"}
+                                    "name_arg", "setting", "effect_by_arg", "fixable_errors"}
         if unknown:
             raise ToolDefinitionError(f"tool {name!r}: unknown semantics {sorted(unknown)}")
         self._declare(schema, **semantics)

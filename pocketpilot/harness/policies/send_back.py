@@ -17,15 +17,20 @@ procedure gave); otherwise it can still ask, or finish saying what it could not 
 
 from __future__ import annotations
 
-from ...contracts import Refuse, Step, ToolCallAction
+from ...contracts import Refuse, Step, ToolCallAction, ToolSpec
 from ._text import call_text
 from .base import Advice, BasePolicy, Hold, RunView, StepReport, StopAction
 from .gates import held_result, ready_calls
 
 __all__ = ["SendBack"]
 
-FIXABLE = frozenset({"invalid_arguments", "not_found", "unsupported_unit", "precondition_failed"})
-"""Error codes whose message says how to go on (a gate's says what must come first)."""
+FIXABLE = frozenset({"invalid_arguments", "not_found", "precondition_failed"})
+"""Error codes whose message says how to go on for any tool (a gate's says what must come
+first); a tool adds its own in ``ToolSpec.fixable_errors``."""
+
+
+def _fixable(code: str, spec: ToolSpec | None) -> bool:
+    return code in FIXABLE or (spec is not None and code in spec.fixable_errors)
 
 
 def _last_tool_step(run: RunView) -> tuple[Step | None, set[str]]:
@@ -77,7 +82,7 @@ class SendBack(BasePolicy):
                 "otherwise finish."
             ))
         pairs = [(c, r.error) for c, r in zip(previous.action.calls, previous.results, strict=False)
-                 if r.error is not None and r.error.code in FIXABLE]
+                 if r.error is not None and _fixable(r.error.code, run.tools.get(c.name))]
         if not pairs or not isinstance(action, Refuse):
             return None
         self._used = True

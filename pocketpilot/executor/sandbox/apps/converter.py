@@ -20,7 +20,7 @@ class ConverterApp(App):
     name = "converter"
     domain = "utilities"
 
-    @tool(effect="read", idempotent=True)
+    @tool(effect="read", idempotent=True, fixable_errors=["unsupported_unit"])
     async def convert_units(
         self,
         value: float,

@@ -1,0 +1,81 @@
+"""What used to be hard-coded lists of the sandbox's words is each tool's declaration (issue 33).
+
+A team tool that declares a fixable error gets the send-back the sandbox's converter gets;
+a tool that declares nothing gets none, whatever its error code is called.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pocketpilot.contracts import ToolSpec
+from pocketpilot.errors import ToolDefinitionError, ToolFailure
+from pocketpilot.executor.sandbox import SandboxPhone
+from pocketpilot.executor.tools import ToolRegistry, tool
+from pocketpilot.harness import AllowAll, HarnessConfig, Session
+from pocketpilot.harness.planners import ScriptedPlanner
+
+REFUSE = {"kind": "refuse", "reason": "cannot"}
+FINISH = {"kind": "finish", "summary": "done"}
+
+
+def _rates(*, declared: bool) -> ToolRegistry:
+    codes = ["unknown_currency"] if declared else []
+
+    @tool(effect="read", fixable_errors=codes)
+    def exchange(amount: float, currency: str) -> dict:
+        """Convert an amount of euros.
+
+        Args:
+            amount: Euros.
+            currency: Target currency code.
+        """
+        if currency != "USD":
+            raise ToolFailure("unknown_currency", "only USD is known: call exchange with currency='USD'")
+        return {"value": amount * 1.1}
+
+    return ToolRegistry([exchange])
+
+
+async def _refusal_after_error(registry: ToolRegistry):
+    planner = ScriptedPlanner([
+        {"kind": "tool_call", "calls": [{"name": "exchange", "arguments": {"amount": 5, "currency": "GBP"}}]},
+        REFUSE,
+        {"kind": "tool_call", "calls": [{"name": "exchange", "arguments": {"amount": 5, "currency": "USD"}}]},
+        FINISH,
+    ])
+    episode = await Session(planner, registry, confirm=AllowAll(), config=HarnessConfig()).run("5 euros in pounds")
+    assert episode.steps[0].results[0].error.code == "unknown_currency"
+    return episode
+
+
+async def test_a_team_tools_declared_fixable_error_sends_a_refusal_back():
+    episode = await _refusal_after_error(_rates(declared=True))
+    sent = episode.steps[1].results[0].error
+    assert sent is not None and sent.code == "not_allowed" and "unknown_currency" in sent.message
+    assert episode.stop_reason == "finish" and episode.steps[2].results[0].ok
+
+
+async def test_an_undeclared_error_code_leaves_the_refusal_standing():
+    episode = await _refusal_after_error(_rates(declared=False))
+    assert episode.stop_reason == "refuse" and len(episode.steps) == 2
+
+
+def test_the_sandbox_converter_declares_the_error_it_returns():
+    spec = SandboxPhone().registry()["convert_units"].spec
+    assert spec.fixable_errors == ["unsupported_unit"]
+
+
+def test_fixable_errors_are_left_out_where_undeclared_and_round_trip_where_declared():
+    plain = _rates(declared=False)["exchange"].spec
+    assert "fixable_errors" not in plain.model_dump() and "fixable_errors" not in plain.semantics()
+    assert "fixable_errors" not in plain.to_openai()["x-pocketpilot"]
+    declared = _rates(declared=True)["exchange"].spec
+    assert declared.to_openai()["x-pocketpilot"]["fixable_errors"] == ["unknown_currency"]
+    assert ToolSpec.from_openai(declared.to_openai()) == declared
+    assert ToolSpec.model_validate(declared.model_dump()) == declared
+
+
+def test_a_fixable_error_is_a_code_not_prose():
+    with pytest.raises(ToolDefinitionError):
+        tool(lambda x: x, name="f", effect="read", fixable_errors=["Unit not supported!"])
