@@ -90,7 +90,7 @@ _SEMANTICS = (
     "read_only", "destructive", "idempotent", "open_world", "effect", "id_arg", "name_arg", "setting",
 )
 
-_DECLARED_ONLY = ("effect_by_arg", "fixable_errors")
+_DECLARED_ONLY = ("effect_by_arg", "fixable_errors", "artifact_fields", "name_fields")
 """ToolSpec fields a dump, an export and η carry only when a tool declares them."""
 
 IDEMPOTENT_EFFECTS: frozenset[str] = frozenset({"read", "setting"})
@@ -272,6 +272,16 @@ class ToolSpec(_Contract):
     ``precondition_failed``), whose message says how to go on (``unsupported_unit``: the
     converter names the pairs it has, a skill the route around it). A refusal right after one
     is sent back once (the ``send_back`` policy); a code a tool does not declare is not."""
+    artifact_fields: list[str] = Field(default_factory=list)
+    """Top-level fields of its results that name a product or a handle a later step passes on
+    (``id``, ``file``; an ``fnmatch`` pattern such as ``*_id`` for a family of them): a
+    confirmed sub-agent hands these on to its parent. A tool that declares none hands on none,
+    whatever its fields are called."""
+    name_fields: list[str] = Field(default_factory=list)
+    """Fields of the records its results hold that name a record for a person (``name``,
+    ``title``), in the order a name is preferred: a later call that passes such a record's id
+    where a name belongs is told the name (the ``id_for_name`` policy). A tool that declares
+    none gives its records no names."""
 
     @model_validator(mode="before")
     @classmethod
@@ -293,8 +303,8 @@ class ToolSpec(_Contract):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Leave out an undeclared ``effect_by_arg`` or ``fixable_errors``: a trace or export
-        of a tool without them reads byte for byte as before the fields existed.
+        """Leave out what a tool does not declare of ``_DECLARED_ONLY``: a trace or export of
+        a tool without them reads byte for byte as before the fields existed.
         """
         data = handler(self)
         if isinstance(data, dict):
@@ -342,12 +352,14 @@ class ToolSpec(_Contract):
     def semantics(self) -> dict[str, Any]:
         """The declared semantics as a plain dict (the ``x-pocketpilot`` extension of an export).
 
-        ``effect_by_arg`` and ``fixable_errors`` are there only when declared: a tool without
-        them exports (and hashes into η) as it did before the fields existed.
+        ``effect_by_arg``, ``fixable_errors``, ``artifact_fields`` and ``name_fields`` are there
+        only when declared: a tool without them exports (and hashes into η) as it did before
+        the fields existed.
         """
         out = {k: getattr(self, k) for k in _SEMANTICS}
-        if self.fixable_errors:
-            out["fixable_errors"] = list(self.fixable_errors)
+        for field in _DECLARED_ONLY[1:]:
+            if getattr(self, field):
+                out[field] = list(getattr(self, field))
         if self.effect_by_arg:
             out["effect_by_arg"] = {
                 arg: {value: e.model_dump(mode="json", exclude={"detail"}) for value, e in m.items()}

@@ -143,6 +143,8 @@ class Tool:
         setting: str | None = None,
         effect_by_arg: EffectByArg | None = None,
         fixable_errors: Sequence[str] = (),
+        artifact_fields: Sequence[str] = (),
+        name_fields: Sequence[str] = (),
         concurrent: bool | None = None,
         classify: ResultClassifier | None = None,
     ) -> None:
@@ -160,12 +162,14 @@ class Tool:
         self._bound: Any = None
         self._declare(self.args_model.model_json_schema(), destructive=destructive, idempotent=idempotent,
                       read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
-                      setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors)
+                      setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors,
+                      artifact_fields=artifact_fields, name_fields=name_fields)
 
     def _declare(self, parameters: dict[str, Any], *, destructive: bool | None = None, idempotent: bool | None = None,
                  read_only: bool | None = None, open_world: bool = False, effect: Effect | None = None,
                  id_arg: str | None = None, name_arg: str | None = None, setting: str | None = None,
-                 effect_by_arg: EffectByArg | None = None, fixable_errors: Sequence[str] = ()) -> None:
+                 effect_by_arg: EffectByArg | None = None, fixable_errors: Sequence[str] = (),
+                 artifact_fields: Sequence[str] = (), name_fields: Sequence[str] = ()) -> None:
         """The spec the planner and the harness's policies read, from the declared semantics.
 
         What is left out (None) takes ToolSpec's defaults by effect, the one table every
@@ -187,6 +191,8 @@ class Tool:
                 setting=setting,
                 effect_by_arg=dict(effect_by_arg or {}),
                 fixable_errors=list(fixable_errors),
+                artifact_fields=list(artifact_fields),
+                name_fields=list(name_fields),
             )
         except ValidationError as exc:
             raise ToolDefinitionError(f"tool {self.name!r}: {_definition_message(exc)}") from exc
@@ -303,6 +309,8 @@ def tool(
     setting: str | None = None,
     effect_by_arg: EffectByArg | None = None,
     fixable_errors: Sequence[str] = (),
+    artifact_fields: Sequence[str] = (),
+    name_fields: Sequence[str] = (),
     concurrent: bool | None = None,
     classify: ResultClassifier | None = None,
 ) -> Any:
@@ -326,7 +334,9 @@ def tool(
 
     ``fixable_errors`` names the error codes of the tool, beyond the generic ones, whose message
     says how to fix the call (``@tool(fixable_errors=["unsupported_unit"])``): a refusal right
-    after one is sent back once, as after an ``invalid_arguments``.
+    after one is sent back once, as after an ``invalid_arguments``. ``artifact_fields`` names the
+    result fields a confirmed sub-agent hands on (``["id", "*_id"]``), ``name_fields`` the record
+    fields that name a record (``["title"]``): a tool that declares none gets neither.
 
     Raise :class:`~pocketpilot.errors.ToolFailure` inside the body to report a failure with a
     code; a ``ValueError``/``TypeError``/``LookupError`` becomes ``invalid_arguments``; any other
@@ -344,8 +354,8 @@ def tool(
         return Tool(
             f, name=name, description=description, destructive=destructive, idempotent=idempotent,
             read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
-            setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors, concurrent=concurrent,
-            classify=classify,
+            setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors,
+            artifact_fields=artifact_fields, name_fields=name_fields, concurrent=concurrent, classify=classify,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -480,7 +490,8 @@ class _SchemaTool(Tool):
         self.args_model = None  # type: ignore[assignment]
         self._bound = None
         unknown = set(semantics) - {"destructive", "idempotent", "read_only", "open_world", "effect", "id_arg",
-                                    "name_arg", "setting", "effect_by_arg", "fixable_errors"}
+                                    "name_arg", "setting", "effect_by_arg", "fixable_errors",
+                                    "artifact_fields", "name_fields"}
         if unknown:
             raise ToolDefinitionError(f"tool {name!r}: unknown semantics {sorted(unknown)}")
         self._declare(schema, **semantics)

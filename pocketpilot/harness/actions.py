@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Collection
+from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 from ..contracts import Delegate, Episode, Finish, LoadSkill, MemorySearch, MemoryWrite, Notice, ToolResult
@@ -28,9 +29,10 @@ class SubAgent(Protocol):
 
 __all__ = ["artifacts", "delegate", "load_skill", "memory_search", "memory_write"]
 
-_ARTIFACT_KEYS = ("id", "file", "filename", "path", "uri", "phone", "number", "email")
-"""Result fields that name a product or a handle a later step passes on: ids and files, and the
-addresses a lookup resolves (a helper that "finds Jordan's number" returns it as ``phone``)."""
+def _artifact_fields(episode: Episode) -> dict[str, list[str]]:
+    """Each tool's declared ``artifact_fields``, from the specs the episode's trace records."""
+    specs = [*episode.header.tools, *(t for step in episode.steps for t in step.tools_added)]
+    return {spec.name: spec.artifact_fields for spec in specs}
 
 
 async def memory_search(memory: MemoryStore, action: MemorySearch) -> Routed:
@@ -68,15 +70,20 @@ def load_skill(action: LoadSkill, loadable: Collection[str], apply: Callable[[st
 def artifacts(episode: Episode) -> dict[str, str]:
     """Ids, file names and addresses the child's successful tool results returned, keyed ``tool.field``.
 
+    A field counts where its tool declares it (``ToolSpec.artifact_fields``); a tool that
+    declares none hands on nothing, whatever its fields are called.
+
     Only top-level fields of dict results count (what a call created or resolved), not the
     items of listings, so the parent gets the child's products rather than everything it read.
     """
     found: dict[str, str] = {}
+    declared = _artifact_fields(episode)
     for _, call, result in episode.tool_calls():
         if result is None or not result.ok or not isinstance(result.data, dict):
             continue
+        fields = declared.get(call.name, ())
         for key, value in result.data.items():
-            if not (key in _ARTIFACT_KEYS or key.endswith("_id")) or not isinstance(value, (str, int)):
+            if not any(fnmatchcase(key, f) for f in fields) or not isinstance(value, (str, int)):
                 continue
             if isinstance(value, bool):
                 continue

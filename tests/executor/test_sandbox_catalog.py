@@ -124,10 +124,13 @@ def test_the_original_apps_and_their_default_world_are_untouched() -> None:
     phone = SandboxPhone()
     tools = [phone.registry()[t].spec for a in ORIGINAL_APPS for t in phone.tool_names(a)]
     # the identity the phone declares for its tools came later (issue 34); the rest is as recorded
-    # and so did the converter's declared fixable error (issue 33), which the policy list named before
+    # and so did the converter's declared fixable error and the apps' artifact and name fields
+    # (issue 33), which lists in the policies named before
     assert {t.world for t in tools} == {"sandbox"}
     assert {t.name: t.fixable_errors for t in tools if t.fixable_errors} == {"convert_units": ["unsupported_unit"]}
-    specs = [t.model_dump(mode="json", exclude={"world", "fixable_errors"}) for t in tools]
+    assert all(t.artifact_fields and t.name_fields for t in tools)
+    specs = [t.model_dump(mode="json", exclude={"world", "fixable_errors", "artifact_fields", "name_fields"})
+             for t in tools]
     assert len(specs) == 37 and _sha(specs) == ORIGINAL_SPECS_SHA
     for seed, digest in ORIGINAL_STATE_SHA.items():
         dumped = default_state(seed).model_dump(mode="json")

@@ -79,3 +79,89 @@ def test_fixable_errors_are_left_out_where_undeclared_and_round_trip_where_decla
 def test_a_fixable_error_is_a_code_not_prose():
     with pytest.raises(ToolDefinitionError):
         tool(lambda x: x, name="f", effect="read", fixable_errors=["Unit not supported!"])
+
+
+def _drafts(**declared: list[str]) -> ToolRegistry:
+    @tool(effect="create", **declared)
+    def save_draft(text: str) -> dict:
+        """Save a draft.
+
+        Args:
+            text: The draft.
+        """
+        return {"id": "d-1", "draft_ref": "r-9", "file": "draft.txt"}
+
+    return ToolRegistry([save_draft])
+
+
+async def _handed_on(registry: ToolRegistry) -> dict | None:
+    planner = ScriptedPlanner([
+        {"kind": "delegate", "instruction": "save a draft", "tools": ["save_draft"]},
+        {"kind": "tool_call", "calls": [{"name": "save_draft", "arguments": {"text": "hi"}}]},
+        FINISH, FINISH,
+    ])
+    episode = await Session(planner, registry, confirm=AllowAll()).run("save a draft saying hi")
+    result = episode.steps[0].results[0]
+    assert result.ok and result.data["confirmed"] is True
+    return result.data.get("artifacts")
+
+
+async def test_a_child_hands_on_exactly_the_fields_its_tool_declares():
+    assert await _handed_on(_drafts(artifact_fields=["draft_ref"])) == {"save_draft.draft_ref": "r-9"}
+    assert await _handed_on(_drafts(artifact_fields=["*_ref", "id"])) == {"save_draft.id": "d-1",
+                                                                          "save_draft.draft_ref": "r-9"}
+
+
+async def test_a_tool_that_declares_no_artifacts_hands_on_none_whatever_its_fields_are_called():
+    assert await _handed_on(_drafts()) == {}
+
+
+def _lookup_world(**declared: list[str]) -> ToolRegistry:
+    @tool(effect="read", **declared)
+    def find_room(query: str) -> list:
+        """Find a room.
+
+        Args:
+            query: Words of its name.
+        """
+        return [{"id": "r7", "name": "Bedroom", "label": "Upstairs bedroom"}]
+
+    @tool(effect="update")
+    def warm(room: str) -> str:
+        """Warm a room.
+
+        Args:
+            room: The room's name.
+        """
+        raise ToolFailure("not_found", f"no room {room!r}")
+
+    return ToolRegistry([find_room, warm])
+
+
+async def _hints(registry: ToolRegistry) -> list[str]:
+    planner = ScriptedPlanner([
+        {"kind": "tool_call", "calls": [{"name": "find_room", "arguments": {"query": "bed"}}]},
+        {"kind": "tool_call", "calls": [{"name": "warm", "arguments": {"room": "r7"}}]},
+        FINISH,
+    ])
+    episode = await Session(planner, registry, confirm=AllowAll()).run("warm the bedroom")
+    assert episode.steps[1].results[0].error.code == "not_found"
+    return [n.text for n in episode.steps[1].notices if "is the id of" in n.text]
+
+
+async def test_a_record_is_named_by_the_first_field_its_tool_declares():
+    assert await _hints(_lookup_world(name_fields=["label", "name"])) == [
+        "'r7' is the id of 'Upstairs bedroom'; warm wants a label in 'room', not an id: "
+        'call warm(room="Upstairs bedroom").']
+
+
+async def test_a_record_of_a_tool_that_declares_no_name_fields_gets_no_name_hint():
+    assert await _hints(_lookup_world()) == []
+
+
+def test_artifact_and_name_fields_are_left_out_where_undeclared_and_round_trip_where_declared():
+    plain = _drafts()["save_draft"].spec
+    assert not {"artifact_fields", "name_fields"} & (set(plain.model_dump()) | set(plain.to_openai()["x-pocketpilot"]))
+    declared = _lookup_world(name_fields=["name"], artifact_fields=["id"])["find_room"].spec
+    assert declared.semantics()["name_fields"] == ["name"] and declared.semantics()["artifact_fields"] == ["id"]
+    assert ToolSpec.from_openai(declared.to_openai()) == declared

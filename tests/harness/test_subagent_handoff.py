@@ -174,7 +174,8 @@ class Drafts:
         self._busy = True
 
     def tools(self) -> list[ToolSpec]:
-        return [ToolSpec(name="save_draft", parameters={"type": "object", "properties": {"text": {"type": "string"}}})]
+        return [ToolSpec(name="save_draft", parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+                         artifact_fields=["id"])]
 
     async def call(self, call: ToolCall) -> ToolResult:
         if self._busy:

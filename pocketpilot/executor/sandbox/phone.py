@@ -7,6 +7,7 @@ import logging
 from ...errors import UsageError
 from ..tools import ToolRegistry
 from .apps import APP_CLASSES, App
+from .apps._base import ARTIFACT_FIELDS, NAME_FIELDS
 from .catalog import SandboxCatalog, build_catalog
 from .diff import StateChange, diff_states
 from .seeding import default_state
@@ -17,6 +18,9 @@ __all__ = ["SANDBOX_WORLD", "SandboxPhone"]
 SANDBOX_WORLD = "sandbox"
 """The identity the phone's tools declare (``ToolSpec.world``): the bundled skills and η notes
 were written for these tools, and apply to a tool of the same name only if it declares it too."""
+
+_DECLARED = {"artifact_fields": list(ARTIFACT_FIELDS), "name_fields": list(NAME_FIELDS)}
+"""What every app's tools declare of their results (see ``apps._base``)."""
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ class SandboxPhone:
         for app_name, app in self.apps.items():
             for t in ToolRegistry.from_object(app).names():
                 bound = getattr(app, t)  # a copy bound to this app: the class's tool is untouched
-                bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD})
+                bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD, **_DECLARED})
                 self._registry.add(bound)
                 self._app_of[t] = app_name
 

@@ -3,8 +3,10 @@
 A small planner looks a contact up and then passes the returned ``id`` ("c7") to a tool that
 takes a name; the tool answers not_found and the planner repeats the lookup,
 hint or no hint. An argument equal to the ``id`` of a record an earlier step returned, in a
-call that failed with not_found or invalid_arguments, gets the record's name (or title,
-label, phone) as the value to pass instead, except in the argument the tool declares as its id
+call that failed with not_found or invalid_arguments, gets the record's name as the value to
+pass instead: the first of the fields the tool that returned the record declares as its names
+(``ToolSpec.name_fields``: a record of a tool that declares none has no name here, whatever
+its fields are called). Not in the argument the tool declares as its id
 (``id_arg``); where it declares a ``name_arg``, only that argument is read. Sent again, the
 call's intent is not in doubt (the id is the record it looked up), only its spelling: the named form runs instead, the step
 records the call as run (the raw planner output keeps what was asked) and a notice says so.
@@ -14,14 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...contracts import Notice, ToolCall, ToolResult, ToolSpec
+from ...contracts import Notice, ToolCall, ToolCallAction, ToolResult, ToolSpec
 from ._text import call_text, records
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Rewrite, RunView, StepReport
 
 __all__ = ["IdForName"]
-
-_NAME_FIELDS = ("name", "title", "label", "phone", "number")
-
 
 class IdForName(BasePolicy):
     """Hint the name behind a mistaken id; run the named form when the call is sent again."""
@@ -54,22 +53,25 @@ class IdForName(BasePolicy):
     def _hint(call: ToolCall, result: ToolResult, run: RunView) -> tuple[str, ToolCall] | None:
         if result.error is None or result.error.code not in ("not_found", "invalid_arguments"):
             return None
-        known: dict[str, dict] = {}
+        known: dict[str, tuple[dict, Sequence[str]]] = {}
         for step in run.steps:
-            for r in step.results:
-                if r.ok:
+            calls = step.action.calls if isinstance(step.action, ToolCallAction) else []
+            for c, r in zip(calls, step.results, strict=False):
+                source = run.tools.get(c.name)
+                if r.ok and source is not None and source.name_fields:
                     for rec in records(r.data):
-                        known.setdefault(str(rec["id"]), rec)
+                        known.setdefault(str(rec["id"]), (rec, source.name_fields))
         spec = run.tools.get(call.name)
         for arg, value in call.arguments.items():
             if spec is not None and (arg == spec.id_arg or (spec.name_arg is not None and arg != spec.name_arg)):
                 # the tool declares where an id belongs and where a name does: an id in its id
                 # argument is no mix-up (a wrong record there is a lookup mistake the error names)
                 continue
-            rec = known.get(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
-            if rec is None:
+            found = known.get(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+            if found is None:
                 continue
-            for field_name in _NAME_FIELDS:
+            rec, name_fields = found
+            for field_name in name_fields:
                 better = rec.get(field_name)
                 if isinstance(better, str) and better and better != str(value):
                     named = ToolCall(name=call.name, arguments={**call.arguments, arg: better})

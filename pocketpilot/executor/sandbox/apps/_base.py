@@ -7,7 +7,7 @@ from typing import ClassVar, Literal, Protocol
 from ....errors import ToolFailure
 from ..state import PhoneState
 
-__all__ = ["DOMAINS", "App", "Domain", "StateHolder"]
+__all__ = ["ARTIFACT_FIELDS", "DOMAINS", "NAME_FIELDS", "App", "Domain", "StateHolder"]
 
 Domain = Literal[
     "settings_connectivity",
@@ -28,6 +28,16 @@ Domain = Literal[
 ]
 """The area of a user's world an app belongs to: reporting and task generation group by it."""
 DOMAINS: tuple[str, ...] = Domain.__args__  # type: ignore[attr-defined]
+
+
+ARTIFACT_FIELDS: tuple[str, ...] = ("id", "file", "filename", "path", "uri", "phone", "number", "email", "*_id")
+"""What every sandbox tool declares as its results' artifacts (``ToolSpec.artifact_fields``):
+ids and files, and the addresses a lookup resolves (a helper that "finds Jordan's number"
+returns it as ``phone``). A confirmed sub-agent hands these on to its parent."""
+
+NAME_FIELDS: tuple[str, ...] = ("name", "title", "label", "phone", "number")
+"""What every sandbox tool declares as the names of the records it returns
+(``ToolSpec.name_fields``), in the order a name is preferred."""
 
 
 class StateHolder(Protocol):
