@@ -165,3 +165,17 @@ def test_artifact_and_name_fields_are_left_out_where_undeclared_and_round_trip_w
     declared = _lookup_world(name_fields=["name"], artifact_fields=["id"])["find_room"].spec
     assert declared.semantics()["name_fields"] == ["name"] and declared.semantics()["artifact_fields"] == ["id"]
     assert ToolSpec.from_openai(declared.to_openai()) == declared
+
+
+def test_a_device_declares_the_result_fields_of_the_phone_contract_it_implements():
+    """A device's tools implement the sandbox's contract: a delegated child on a device hands on
+    what it would hand on in the sandbox, and its lookups name records the same way."""
+    import adbutils
+
+    from pocketpilot.executor.adb import AdbExecutor
+
+    device = AdbExecutor("emulator-5554", client=adbutils.AdbClient(host="127.0.0.1", port=1)).tools()  # never connected
+    sandbox = {s.name: s for s in SandboxPhone().registry().tools()}
+    assert {(tuple(s.artifact_fields), tuple(s.name_fields)) for s in device} == {
+        (tuple(sandbox["create_note"].artifact_fields), tuple(sandbox["create_note"].name_fields))}
+    assert "*_id" in sandbox["create_note"].artifact_fields and "title" in sandbox["create_note"].name_fields

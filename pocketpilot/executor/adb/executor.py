@@ -39,7 +39,7 @@ from ...errors import (
     ToolFailure,
     UnknownDeviceError,
 )
-from ..sandbox.phone import SANDBOX_WORLD
+from ..sandbox.phone import PHONE_RESULT_FIELDS, SANDBOX_WORLD
 from ..tools import Tool, ToolRegistry
 from ._errors import DeviceOutputError, adb_errors
 from .devices import connect_device, is_network_serial, list_devices
@@ -146,7 +146,7 @@ class AdbExecutor(AdbPhoneTools):
         self._registry = ToolRegistry.from_object(self)
         for name in self._registry.names():  # the phone's tool contract, as the sandbox simulates it
             bound = self._registry[name]
-            bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD})
+            bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD, **PHONE_RESULT_FIELDS})
         self.ui_effects = ui_effects or UiEffectClassifier()
         self._classified: dict[str, ToolEffect] = {}
         """What effect_of told the harness per call key, checked again when the call runs."""

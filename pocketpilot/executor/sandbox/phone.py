@@ -13,14 +13,15 @@ from .diff import StateChange, diff_states
 from .seeding import default_state
 from .state import PhoneState
 
-__all__ = ["SANDBOX_WORLD", "SandboxPhone"]
+__all__ = ["PHONE_RESULT_FIELDS", "SANDBOX_WORLD", "SandboxPhone"]
 
 SANDBOX_WORLD = "sandbox"
 """The identity the phone's tools declare (``ToolSpec.world``): the bundled skills and η notes
 were written for these tools, and apply to a tool of the same name only if it declares it too."""
 
-_DECLARED = {"artifact_fields": list(ARTIFACT_FIELDS), "name_fields": list(NAME_FIELDS)}
-"""What every app's tools declare of their results (see ``apps._base``)."""
+PHONE_RESULT_FIELDS = {"artifact_fields": list(ARTIFACT_FIELDS), "name_fields": list(NAME_FIELDS)}
+"""What every tool of the phone's contract declares of its results (see ``apps._base``): the
+sandbox's apps and a device's tools, which implement the same contract."""
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class SandboxPhone:
         for app_name, app in self.apps.items():
             for t in ToolRegistry.from_object(app).names():
                 bound = getattr(app, t)  # a copy bound to this app: the class's tool is untouched
-                bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD, **_DECLARED})
+                bound.spec = bound.spec.model_copy(update={"world": SANDBOX_WORLD, **PHONE_RESULT_FIELDS})
                 self._registry.add(bound)
                 self._app_of[t] = app_name
 
