@@ -22,6 +22,7 @@ async def test_oracle_passes_through_harness(task, tmp_path):
     assert complete and replayed.verdict == episode.verdict
 
 
+@pytest.mark.slow  # every bundled action task once more (about 10 s): a property of the suite, not of a change
 async def test_doing_nothing_fails_action_tasks():
     failed = 0
     acting = [t for t in SUITE if any(s.call or s.batch for s in t.oracle)]
