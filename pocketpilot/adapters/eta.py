@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ..policy_registry import PolicyError, build, default_entries, registered
+from .defaults import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 from .errors import EtaError, EtaIntegrityError
 
 __all__ = [
@@ -131,14 +132,10 @@ def default_policy_entries() -> list[PolicyEntry]:
 
 
 def _default_offers() -> dict[str, str]:
-    from .notes import DEFAULT_OFFERS
-
     return dict(DEFAULT_OFFERS)
 
 
 def _default_stop_words() -> list[str]:
-    from .notes import DEFAULT_STOP_WORDS
-
     return sorted(set(DEFAULT_STOP_WORDS))  # the validated form: defaults are not validated
 
 
