@@ -103,7 +103,7 @@ def check_oracles_cmd(directory: str | None, mode: str, split: str | None) -> No
     """
     import asyncio
 
-    from ..oracle_replay import replay_oracles
+    from ..evaluation.oracle_replay import replay_oracles
     from ..tasks import load_suite
 
     chosen = load_suite(split, directory=directory)  # type: ignore[arg-type]

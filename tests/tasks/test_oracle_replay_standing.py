@@ -16,8 +16,8 @@ import yaml
 from click.testing import CliRunner
 
 from pocketpilot.cli.main import cli
+from pocketpilot.evaluation.oracle_replay import BlockedOracle, replay_oracles
 from pocketpilot.evaluation.task_session import load_harness_kit
-from pocketpilot.oracle_replay import BlockedOracle, replay_oracles
 from pocketpilot.tasks import load_suite
 from pocketpilot.tasks.suite import load_generated_suite
 

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from .contracts import Episode, ToolCallAction
-from .evaluation.task_session import HarnessKit, Mode, load_harness_kit
-from .harness import ConfirmationPolicy
-from .harness.planners import ScriptedPlanner
-from .tasks import TaskSpec, oracle_actions
+from ..contracts import Episode, ToolCallAction
+from ..harness import ConfirmationPolicy
+from ..harness.planners import ScriptedPlanner
+from ..tasks import TaskSpec, oracle_actions
+from .task_session import HarnessKit, Mode, load_harness_kit
 
 __all__ = ["BlockedOracle", "replay_oracles"]
 
@@ -84,7 +84,7 @@ async def replay_oracles(
         confirm: Who answers confirmations; default allow all, as the bench (the world is disposable).
         on_task: Called with each task before its replays (progress).
     """
-    from .evaluation.compare import run_task  # the bench's own run: what it measures is what is checked
+    from .compare import run_task  # the bench's own run: what it measures is what is checked
 
     kit = kit if kit is not None else load_harness_kit()
     blocked: list[BlockedOracle] = []
