@@ -213,21 +213,25 @@ def _first_ok(episode: Episode, pattern: CallPattern) -> Position | None:
     return None
 
 
-def _order(c: OrderCriterion, episode: Episode) -> CriterionResult:
-    name = c.name or f"order {c.before.label()} before {c.after.label()}"
-    first, then = _first_ok(episode, c.before), _first_ok(episode, c.after)
+def _judge_order(name: str, labels: tuple[str, str], first: Position | None, then: Position | None,
+                 missing: str) -> CriterionResult:
+    """Whether ``first`` came strictly before ``then`` (one judgement for calls and for actions)."""
+    before, after = labels
     if first is None:
-        return CriterionResult(name=name, passed=False, detail=f"no successful {c.before.label()}")
+        return CriterionResult(name=name, passed=False, detail=f"{missing}{before}")
     if then is None:
-        return CriterionResult(name=name, passed=False, detail=f"no successful {c.after.label()}")
+        return CriterionResult(name=name, passed=False, detail=f"{missing}{after}")
     if first < then:
         return CriterionResult(name=name, passed=True, detail=f"{_where(first)} before {_where(then)}")
     how = "in the same parallel batch as" if first == then else "after"
-    return CriterionResult(
-        name=name,
-        passed=False,
-        detail=f"{c.before.label()} ({_where(first)}) came {how} {c.after.label()} ({_where(then)})",
-    )
+    return CriterionResult(name=name, passed=False,
+                           detail=f"{before} ({_where(first)}) came {how} {after} ({_where(then)})")
+
+
+def _order(c: OrderCriterion, episode: Episode) -> CriterionResult:
+    name = c.name or f"order {c.before.label()} before {c.after.label()}"
+    return _judge_order(name, (c.before.label(), c.after.label()), _first_ok(episode, c.before),
+                        _first_ok(episode, c.after), "no successful ")
 
 
 def _allowed(path: str, allow: list[str]) -> bool:
@@ -569,17 +573,8 @@ def _first_action(episode: Episode, pattern: ActionPattern) -> Position | None:
 
 def _action_order(c: ActionOrderCriterion, episode: Episode) -> CriterionResult:
     name = c.name or f"order {c.before.label()} before {c.after.label()}"
-    first, then = _first_action(episode, c.before), _first_action(episode, c.after)
-    if first is None:
-        return CriterionResult(name=name, passed=False, detail=f"no {c.before.label()}")
-    if then is None:
-        return CriterionResult(name=name, passed=False, detail=f"no {c.after.label()}")
-    if first < then:
-        return CriterionResult(name=name, passed=True, detail=f"{_where(first)} before {_where(then)}")
-    how = "in the same parallel batch as" if first == then else "after"
-    return CriterionResult(name=name, passed=False,
-                           detail=f"{c.before.label()} ({_where(first)}) came {how} "
-                                  f"{c.after.label()} ({_where(then)})")
+    return _judge_order(name, (c.before.label(), c.after.label()), _first_action(episode, c.before),
+                        _first_action(episode, c.after), "no ")
 
 
 def _no_parent_call(c: NoParentCallCriterion, episode: Episode) -> CriterionResult:
