@@ -236,6 +236,24 @@ def check_task(task: TaskSpec, source: str | None = None) -> None:
                 raise TaskSpecError(where, f"{field} patches the sandbox phone, which this world leaves out "
                                            "(use world.initial_state)")
     catalogue = _catalogue(task, where)
+    exposed = _check_exposure(task, catalogue, where)
+    known = set(catalogue.tool_names())
+    for i, c in enumerate(task.criteria):
+        _check_criterion(c, task, catalogue, known, exposed, where, f"criteria[{i}]")
+    for i, step in enumerate(task.oracle):
+        _check_oracle_step(step, exposed, where, f"oracle[{i}]")
+        if step.delegate is not None:
+            for name in step.delegate.tools:
+                if name not in exposed:
+                    raise TaskSpecError(where, f"oracle[{i}]: delegates {name!r}, which the task does not expose")
+            for j, sub in enumerate(step.delegate.steps):
+                _check_oracle_step(sub, set(step.delegate.tools) or exposed, where, f"oracle[{i}].delegate.steps[{j}]")
+    if task.world is None or task.world.keeps_sandbox:
+        build_state(task, where)
+
+
+def _check_exposure(task: TaskSpec, catalogue: TaskWorld, where: str) -> set[str]:
+    """The tools the task exposes, after checking each named tool and domain exists."""
     known = set(catalogue.tool_names())
     apps = catalogue.apps()
     if task.tools != "all":
@@ -250,45 +268,30 @@ def check_task(task: TaskSpec, source: str | None = None) -> None:
         catalogue.check_exposed(exposed)
     except WorldError as exc:
         raise WorldError(where, exc.reason) from exc
-    for i, c in enumerate(task.criteria):
-        label = f"criteria[{i}]"
-        for name, must_expose in _criterion_tools(c):
-            if name not in known:
-                raise TaskSpecError(where, f"{label}: unknown tool {name!r}")
-            if must_expose and name not in exposed:
-                raise TaskSpecError(where, f"{label}: requires {name!r}, which the task does not expose")
-        paths = (
-            [c.path]
-            if isinstance(c, StateCriterion)
-            else c.allow
-            if isinstance(c, UnchangedCriterion)
-            else []
-        )
+    return exposed
+
+
+def _check_criterion(c: Any, task: TaskSpec, catalogue: TaskWorld, known: set[str], exposed: set[str],
+                     where: str, label: str) -> None:
+    """One criterion's tools exist (and are exposed where it needs them), its paths and check resolve."""
+    for name, must_expose in _criterion_tools(c):
+        if name not in known:
+            raise TaskSpecError(where, f"{label}: unknown tool {name!r}")
+        if must_expose and name not in exposed:
+            raise TaskSpecError(where, f"{label}: requires {name!r}, which the task does not expose")
+    paths = [c.path] if isinstance(c, StateCriterion) else c.allow if isinstance(c, UnchangedCriterion) else []
+    try:
         for path in paths:
-            try:
-                catalogue.check_path(path)
-            except ValueError as exc:
-                raise TaskSpecError(where, f"{label}: bad path {exc}") from exc
+            catalogue.check_path(path)
         if isinstance(c, (EitherCriterion, NumberInTextCriterion)):
-            try:
-                _check_fields(catalogue, c.path, c.fields)
-            except ValueError as exc:
-                raise TaskSpecError(where, f"{label}: bad path {exc}") from exc
-        if isinstance(c, CheckCriterion):
-            try:
-                resolve_check(c, task.roots)
-            except WorldError as exc:
-                raise TaskSpecError(where, f"{label}: check {exc.reason}") from exc
-    for i, step in enumerate(task.oracle):
-        _check_oracle_step(step, exposed, where, f"oracle[{i}]")
-        if step.delegate is not None:
-            for name in step.delegate.tools:
-                if name not in exposed:
-                    raise TaskSpecError(where, f"oracle[{i}]: delegates {name!r}, which the task does not expose")
-            for j, sub in enumerate(step.delegate.steps):
-                _check_oracle_step(sub, set(step.delegate.tools) or exposed, where, f"oracle[{i}].delegate.steps[{j}]")
-    if task.world is None or task.world.keeps_sandbox:
-        build_state(task, where)
+            _check_fields(catalogue, c.path, c.fields)
+    except ValueError as exc:
+        raise TaskSpecError(where, f"{label}: bad path {exc}") from exc
+    if isinstance(c, CheckCriterion):
+        try:
+            resolve_check(c, task.roots)
+        except WorldError as exc:
+            raise TaskSpecError(where, f"{label}: check {exc.reason}") from exc
 
 
 def _check_oracle_step(step: OracleStep, exposed: set[str], where: str, label: str) -> None:
