@@ -52,15 +52,15 @@ class Run:
 
     async def loop(self) -> None:
         request_msg = ChatMessage(role="user", content=self.state.request, section="request")
-        prefix, prefix_notices = self.state._prefix()
+        prefix, prefix_notices = self.state.prefix()
         for index in range(self.state.cfg.max_steps):
             outcome = await self._step(index, prefix, prefix_notices if index == 0 else [], request_msg)
             if isinstance(outcome, FollowUps):
                 outcome = await self._harness_step(outcome.calls, index) or Continue(outcome.prefix_changed)
             if isinstance(outcome, Stopped):
-                return self.state._set_stop(outcome.reason, outcome.detail)
+                return self.state.stop(outcome.reason, outcome.detail)
             if outcome.prefix_changed:
-                prefix, prefix_notices = self.state._prefix()
+                prefix, prefix_notices = self.state.prefix()
 
     async def _step(self, index: int, prefix: ChatMessage, prefix_notices: list[Notice],
                     request_msg: ChatMessage) -> StepOutcome:
@@ -72,7 +72,7 @@ class Run:
             return Stopped("max_tokens", f"token budget of {self.state.cfg.max_tokens} exhausted ({self.state.tokens} used)")
         messages = self.state.assembler.assemble(prefix, request_msg, self.state.history)
         messages[1:1] = self.state.preamble  # earlier conversation and evidence: after the prefix, before the request
-        seen, context_digest = self.state._seen(prefix), digest([m.model_dump() for m in messages])
+        seen, context_digest = self.state.seen(prefix), digest([m.model_dump() for m in messages])
         self.state.offered = tuple(k for k in self.state.kinds if k not in self.state.withheld) or self.state.kinds
         self.state.withheld = frozenset()
         started_at, t0 = utcnow(), time.monotonic()
@@ -100,7 +100,7 @@ class Run:
                     results=routed.results, planner=output.turn, retrieved=routed.retrieved,
                     notices=prefix_notices + routed.notices + advice.notices,
                     started_at=started_at, duration_s=time.monotonic() - t0, children=routed.children, **seen)
-        feedback = self.state._feedback(step.results, routed.notices + advice.notices)
+        feedback = self.state.feedback(step.results, routed.notices + advice.notices)
         await self._record(step, output.turn.raw or output.action.model_dump_json(), feedback)
         logger.info("step %d: %s", index, output.action.kind)
         return self._outcome(routed, advice)
@@ -192,7 +192,7 @@ class Run:
                                     policy="harness", code="harness_step"),
                              *routed.notices, *advice.notices],
                     started_at=started_at, duration_s=time.monotonic() - t0)
-        await self._record(step, action.model_dump_json(), self.state._feedback(step.results, routed.notices + advice.notices))
+        await self._record(step, action.model_dump_json(), self.state.feedback(step.results, routed.notices + advice.notices))
         return Stopped(advice.stop.reason, advice.stop.detail) if advice.stop is not None else None
 
     async def _plan(self, request: PlanRequest, remaining: float) -> PlannerOutput:

@@ -161,7 +161,8 @@ class RunState:
 
     # ------------------------------------------------------------------ context and skills
 
-    def _prefix(self) -> tuple[ChatMessage, list[Notice]]:
+    def prefix(self) -> tuple[ChatMessage, list[Notice]]:
+        """The step's system message (rules, tools, guidance, loadable skills) and its budget notices."""
         filtered = self.setup.guidance_for(list(self.tools)) if self.setup.guidance_for is not None else []
         # the session's static guidance (an operating policy) goes right after the rules, ahead of
         # what the request changes (routed notes, loaded procedures): a long policy stays in the KV prefix
@@ -175,7 +176,7 @@ class RunState:
         evidence = self.setup.evidence
         return [ChatMessage(role="user", content="\n\n".join(evidence), section="evidence")] if evidence else []
 
-    def _seen(self, prefix: ChatMessage) -> dict[str, Any]:
+    def seen(self, prefix: ChatMessage) -> dict[str, Any]:
         """What this step's context holds that the trace has not recorded yet (``Step.system_prompt``)."""
         seen: dict[str, Any] = {}
         if prefix.content != self.seen_prompt:
@@ -211,7 +212,8 @@ class RunState:
 
     # ------------------------------------------------------------------ small helpers
 
-    def _set_stop(self, reason: StopReason, detail: str) -> None:
+    def stop(self, reason: StopReason, detail: str) -> None:
+        """End the run with ``reason``: the loop reads the stop before its next step."""
         self.stop_reason, self.stop_detail = reason, detail
 
     def emit(self, event: RunEvent) -> None:
@@ -224,7 +226,7 @@ class RunState:
             logger.exception("run observer %s failed on %s", type(self.deps.observer).__name__, event.kind)
 
     @staticmethod
-    def _feedback(results: Sequence[ToolResult], notices: Sequence[str]) -> str:
+    def feedback(results: Sequence[ToolResult], notices: Sequence[str]) -> str:
         """What the planner reads back: the results, and the notices of routing and the policies."""
         body: dict[str, Any] = {}
         if len(results) == 1:
