@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from ..contracts import Notice, ToolCall, ToolCallAction, ToolResult, ToolSpec, spec_for_call
 from ..errors import ExecutorError
 from .policies import Allow, Hold, Policy, Rewrite, RunView, Stop
-from .routed import Routed, RunStopped
+from .routed import Routed
 
 __all__ = ["run_batch"]
 
@@ -23,8 +23,8 @@ Decided = Callable[[ToolCall, int, ToolResult | None], None]
 
 
 async def _decide(call: ToolCall, calls: list[ToolCall], i: int, policies: Sequence[Policy],
-                  tools: Mapping[str, ToolSpec], run: RunView, notices: list[Notice]) -> ToolResult | None:
-    """None to run ``calls[i]`` (possibly rewritten in place), or the failed result that holds it."""
+                  tools: Mapping[str, ToolSpec], run: RunView, notices: list[Notice]) -> ToolResult | Stop | None:
+    """None to run ``calls[i]`` (possibly rewritten in place), the failed result that holds it, or a Stop."""
     spec = spec_for_call(tools, call)  # the call's semantics: an argument may select its effect
     if spec is None:
         return ToolResult.failure("unknown_tool", f"{call.name!r} is not exposed; use one of: {', '.join(tools)}")
@@ -39,7 +39,7 @@ async def _decide(call: ToolCall, calls: list[ToolCall], i: int, policies: Seque
                 notices.append(Notice.of(decision.notice, policy=policy.name, code=decision.code))
             return ToolResult.failure(decision.code, decision.message)
         elif isinstance(decision, Stop):
-            raise RunStopped(decision.reason, decision.detail)
+            return decision
         elif isinstance(decision, Allow) and decision.notice:
             notices.append(Notice.of(decision.notice, policy=policy.name, code="allowed"))
     return None
@@ -56,13 +56,19 @@ async def run_batch(
     ended: Callable[[ToolCall, int, ToolResult | None, BaseException | None], None],
     said: set[str],
 ) -> Routed:
-    """Decide and run one batch; ``said`` collects the messages of results the harness produced."""
+    """Decide and run one batch; ``said`` collects the messages of results the harness produced.
+
+    A policy's Stop, or a device lost while the calls ran, ends the run: the batch returns a
+    halted :class:`Routed` at that point, with nothing after it decided or run.
+    """
     calls = list(action.calls)
     out = Routed()
     decided: list[ToolResult | None] = []
     for i, call in enumerate(calls):
         started(call, i)
         held = await _decide(call, calls, i, policies, tools, run, out.notices)
+        if isinstance(held, Stop):
+            return Routed.halt(held.reason, held.detail)
         if held is not None and held.error is not None:
             said.add(held.error.message)  # the harness's own words ground nothing
             ended(calls[i], i, held, None)
@@ -74,7 +80,7 @@ async def run_batch(
         if isinstance(item, BaseException):
             ended(calls[i], i, None, item)
             if isinstance(item, ExecutorError):
-                raise RunStopped("device_lost", f"{calls[i].name}: {item}")
+                return Routed.halt("device_lost", f"{calls[i].name}: {item}")
             raise item
         ended(calls[i], i, item, None)
         results[i] = item

@@ -25,7 +25,7 @@ from .batch import run_batch
 from .observer import CallEnded, CallStarted, DelegateEnded, DelegateStarted, PlanEnded, PlanStarted, RunEnded, RunStarted
 from .outcome import Continue, FollowUps, StepOutcome, Stopped
 from .policies import Advice, StepReport, batch_groups
-from .routed import Routed, RunStopped
+from .routed import Routed
 from .run_state import RunState
 
 __all__ = ["Run"]
@@ -91,11 +91,8 @@ class Run:
             return Stopped("planner_error", str(exc))
         self.state.parse_failures = 0
         self.state.tokens += output.turn.prompt_tokens_evaluated + output.turn.completion_tokens
-        try:
-            routed = await self._route(output.action, index)
-            advice = self._advise(routed, output.action)
-        except RunStopped as stop:
-            routed, advice = Routed(stop=stop.reason, stop_detail=stop.detail), Advice()
+        routed = await self._route(output.action, index)
+        advice = Advice() if routed.interrupted else self._advise(routed, output.action)
         step = Step(index=len(self.state.steps), context_digest=context_digest, action=routed.executed or output.action,
                     results=routed.results, planner=output.turn, retrieved=routed.retrieved,
                     notices=prefix_notices + routed.notices + advice.notices,
@@ -182,10 +179,9 @@ class Run:
         """Run held calls in a step of their own, recorded like any step but with no planner turn."""
         action = ToolCallAction(calls=calls)
         started_at, t0 = utcnow(), time.monotonic()
-        try:
-            routed = await self._batch(action)
-        except RunStopped as stopped:
-            return Stopped(stopped.reason, stopped.detail)
+        routed = await self._batch(action)
+        if routed.interrupted and routed.stop:
+            return Stopped(routed.stop, routed.stop_detail)
         advice = self._advise(routed, action, by_harness=True)
         step = Step(index=len(self.state.steps), context_digest="", action=routed.executed or action, results=routed.results,
                     notices=[Notice(f"run by the harness after step {index + 1}'s results met its precondition",

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..contracts import Action, Episode, Notice, RetrievedMemory, StopReason, ToolCall, ToolResult
 
-__all__ = ["RunStopped", "Routed"]
+__all__ = ["Routed"]
 
 
 @dataclass
@@ -28,11 +28,12 @@ class Routed:
     prefix_changed: bool = False
     """The action changed what the system message is built from (a loaded skill's tools and
     procedure): the loop rebuilds it before the next step."""
+    interrupted: bool = False
+    """The run ended inside routing (a policy's Stop, a lost device): nothing after that point
+    ran, and no policy advises on the step."""
 
+    @classmethod
+    def halt(cls, reason: StopReason, detail: str) -> Routed:
+        """The run ends here, with nothing routed."""
+        return cls(stop=reason, stop_detail=detail, interrupted=True)
 
-class RunStopped(Exception):
-    """Raised inside routing to end the run (a lost device, a policy's Stop)."""
-
-    def __init__(self, reason: StopReason, detail: str) -> None:
-        super().__init__(detail)
-        self.reason, self.detail = reason, detail
