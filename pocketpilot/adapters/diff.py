@@ -20,8 +20,9 @@ class EtaChange:
     """One semantic change.
 
     Attributes:
-        section: ``tool``, ``skill``, ``note``, ``policy``, ``offer`` or ``stop_words`` (before:
-            the words removed, after: the words added).
+        section: ``tool``, ``skill``, ``note``, ``policy``, ``offer``, ``stop_words`` (before:
+            the words removed, after: the words added) or ``experience`` (an entry by id; ``*``:
+            the switch and budget).
         name: the tool/skill name or note id.
         change: ``added``, ``removed`` or ``changed``.
         field: for ``changed``, the dotted field (``parameters.properties.level.maximum``).
@@ -29,7 +30,7 @@ class EtaChange:
         after: the new value (``changed``/``added``), JSON-able.
     """
 
-    section: Literal["tool", "skill", "note", "policy", "offer", "stop_words"]
+    section: Literal["tool", "skill", "note", "policy", "offer", "stop_words", "experience"]
     name: str
     change: Literal["added", "removed", "changed"]
     field: str = ""
@@ -85,6 +86,11 @@ def diff_eta(a: Eta, b: Eta) -> list[EtaChange]:
         sa, sb = set(a.stop_words), set(b.stop_words)
         out.append(EtaChange("stop_words", "*", "changed", "", sorted(sa - sb), sorted(sb - sa)))
     _keyed("policy", {p.name: p.params for p in a.policies}, {p.name: p.params for p in b.policies}, out)
+    _keyed("experience", {e.id: e.model_dump(mode="json", exclude={"id"}) for e in a.experience},
+           {e.id: e.model_dump(mode="json", exclude={"id"}) for e in b.experience}, out)
+    if a.experience_config != b.experience_config:
+        _walk("experience", "*", "config", a.experience_config.model_dump(mode="json"),
+              b.experience_config.model_dump(mode="json"), out)
     porder_a = [p.name for p in a.policies if p.name in {q.name for q in b.policies}]
     porder_b = [p.name for p in b.policies if p.name in {q.name for q in a.policies}]
     if porder_a != porder_b:
@@ -104,6 +110,9 @@ def render_diff(a: Eta, b: Eta, changes: list[EtaChange] | None = None) -> str:
     for c in changes:
         if c.change == "added":
             extra = f": {c.after.get('text')!r}" if c.section == "note" else ""
+            if c.section == "experience":
+                extra = f": {c.after.get('request')!r} ({len(c.after.get('calls', []))} calls, " \
+                        f"from {len(c.after.get('provenance', []))} episode(s))"
             lines.append(f"+ {c.section} {c.name}{extra}")
         elif c.change == "removed":
             lines.append(f"- {c.section} {c.name}")

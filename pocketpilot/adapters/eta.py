@@ -25,9 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from ..policy_registry import PolicyError, build, default_entries, registered
 from .defaults import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 from .errors import EtaError, EtaIntegrityError
+from .experience import ExperienceConfig, ExperienceEntry
+from .placement import MemorySettings
 
 __all__ = [
-    "Eta", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry", "canonical_json", "default_policy_entries",
+    "Eta", "ExperienceConfig", "ExperienceEntry", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry",
+    "canonical_json", "default_policy_entries",
     "load_eta", "save_eta",
 ]
 
@@ -56,6 +59,9 @@ class ToolEntry(_Model):
     world: str | None = None
     """The world the tool declares (``ToolSpec.world``): the tool η's skills and notes mean by its name."""
     skills: list[str] = Field(default_factory=list)
+    revised_description: str | None = Field(default=None, min_length=1, max_length=1000)
+    """A reviewed rewrite of the description (allowed values, an example call) shown in place of
+    the tool's own; the app's code is untouched. None: the tool's own description."""
 
 
 class SkillEntry(_Model):
@@ -148,10 +154,16 @@ class Eta(_Model):
     notes: list[RoutingNote] = Field(default_factory=list)
     policies: list[PolicyEntry] = Field(default_factory=default_policy_entries)
     """The harness policies, in order: a reviewed revision may change one or its parameters."""
+    memory: MemorySettings | None = None
+    """Recall, memory placement and answer-path switches (:mod:`.placement`); None: the harness's defaults."""
     offers: dict[str, str] = Field(default_factory=_default_offers)
     """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
     stop_words: list[str] = Field(default_factory=_default_stop_words)
     """Words skill routing ignores (the request's language is data, not code)."""
+    experience: list[ExperienceEntry] = Field(default_factory=list)
+    """Workflows distilled from verified runs, shown as worked examples (:mod:`.experience`)."""
+    experience_config: ExperienceConfig = Field(default_factory=ExperienceConfig)
+    """The switch and budget of the worked examples."""
 
     @field_validator("offers")
     @classmethod
@@ -190,10 +202,20 @@ class Eta(_Model):
         that names no world hashes, and is stored, exactly as before worlds were declared.
         """
         data = self.model_dump(mode="json")
+        if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
+            del data["memory"]
         entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
         for entry in entries:
             if entry.get("world", "") is None:
                 del entry["world"]
+        for entry in data["tools"].values():  # likewise a description never revised
+            if entry.get("revised_description", "") is None:
+                del entry["revised_description"]
+        # an η without experience hashes and is stored as before the library existed
+        if not data["experience"]:
+            del data["experience"]
+            if data["experience_config"] == ExperienceConfig().model_dump(mode="json"):
+                del data["experience_config"]
         return data
 
     @property

@@ -29,9 +29,11 @@ from ..skills.worlds import ToolSet
 from .compile import note_for_tools
 from .errors import EtaError, RevisionError
 from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
+from .experience import ExperienceConfig, ExperienceEntry, merge
 
 __all__ = [
-    "AddNote", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision", "RevisionStore", "SetOffer",
+    "AddExperience", "AddNote", "EvictExperience", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision",
+    "RevisionStore", "SetExperienceConfig", "SetOffer", "SetToolText",
     "SetPolicy", "SetStopWords",
     "apply_revision",
 ]
@@ -101,7 +103,40 @@ class SetStopWords(_Op):
     remove: list[str] = Field(default_factory=list)
 
 
-Op = Annotated[AddNote | ReplaceNote | RemoveNote | MapTool | SetPolicy | RemovePolicy | SetOffer | SetStopWords,
+class AddExperience(_Op):
+    """Add workflows to the experience library (a near-duplicate of one there merges into it)."""
+
+    op: Literal["add_experience"] = "add_experience"
+    entries: list[ExperienceEntry] = Field(min_length=1)
+
+
+class EvictExperience(_Op):
+    """Evict an entry that measured as harmful (or quotes a deleted memory), by id."""
+
+    op: Literal["evict_experience"] = "evict_experience"
+    entry_id: str
+
+
+class SetExperienceConfig(_Op):
+    """Switch the worked examples on or off, or change how many are shown and their budget."""
+
+    op: Literal["set_experience_config"] = "set_experience_config"
+    config: ExperienceConfig
+
+
+class SetToolText(_Op):
+    """Show a rewritten description of a tool (allowed values, an example call); None: its own again.
+
+    The text is η's: the tool's code and its declared schema are untouched.
+    """
+
+    op: Literal["set_tool_text"] = "set_tool_text"
+    tool: str
+    description: str | None = Field(default=None, min_length=1, max_length=1000)
+
+
+Op = Annotated[AddNote | ReplaceNote | RemoveNote | MapTool | SetPolicy | RemovePolicy | SetOffer | SetStopWords
+               | AddExperience | EvictExperience | SetExperienceConfig | SetToolText,
                Field(discriminator="op")]
 
 
@@ -159,10 +194,27 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     policies = list(eta.policies)
     offers = dict(eta.offers)
     stop_words = set(eta.stop_words)
+    experience = list(eta.experience)
+    experience_config = eta.experience_config
     for i, op in enumerate(rev.ops):
         ids = [n.id for n in notes]
         names = [p.name for p in policies]
-        if isinstance(op, SetStopWords):
+        if isinstance(op, AddExperience):
+            unknown = sorted({t for e in op.entries for t in e.tools if t not in tools})
+            if unknown:
+                raise RevisionError(rev.id, f"ops[{i}]: experience calls unknown tool(s): {', '.join(unknown)}")
+            experience = merge(experience, op.entries)
+        elif isinstance(op, EvictExperience):
+            if op.entry_id not in [e.id for e in experience]:
+                raise RevisionError(rev.id, f"ops[{i}]: no experience entry {op.entry_id!r} to evict")
+            experience = [e for e in experience if e.id != op.entry_id]
+        elif isinstance(op, SetExperienceConfig):
+            experience_config = op.config
+        elif isinstance(op, SetToolText):
+            if op.tool not in tools:
+                raise RevisionError(rev.id, f"ops[{i}]: unknown tool {op.tool!r}")
+            tools[op.tool] = tools[op.tool].model_copy(update={"revised_description": op.description})
+        elif isinstance(op, SetStopWords):
             stop_words = (stop_words | {w.strip().lower() for w in op.add}) - {w.strip().lower() for w in op.remove}
         elif isinstance(op, SetOffer):
             if op.pattern is None:
@@ -208,7 +260,7 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
                 skills = sorted([*skills, op.skill])
             tools[op.tool] = tools[op.tool].model_copy(update={"skills": skills})
     new = Eta(tools=tools, skills=eta.skills, notes=notes, policies=policies, offers=offers,
-              stop_words=sorted(stop_words))
+              stop_words=sorted(stop_words), experience=experience, experience_config=experience_config)
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new

@@ -121,6 +121,11 @@ class Finding(BaseModel):
     detail: str
     tool: str | None = None
     """The tool the finding is about, when there is one (revisions target it)."""
+    code: str | None = None
+    """The structured cause it was read from: a tool error's code, a notice's code, or a
+    criterion's kind (``criterion:call``); what revisions group by, never the detail's words."""
+    policy: str | None = None
+    """The policy whose notice the finding was read from, when it came from one."""
 
 
 class Diagnosis(BaseModel):
@@ -151,8 +156,10 @@ def _side(category: str) -> Side:
     return "unknown"
 
 
-def _find(out: list[Finding], category: Category, steps: Iterable[int], detail: str, tool: str | None = None) -> None:
-    out.append(Finding(side=_side(category), category=category, steps=sorted(set(steps)), detail=detail, tool=tool))
+def _find(out: list[Finding], category: Category, steps: Iterable[int], detail: str, tool: str | None = None,
+          code: str | None = None, policy: str | None = None) -> None:
+    out.append(Finding(side=_side(category), category=category, steps=sorted(set(steps)), detail=detail, tool=tool,
+                       code=code, policy=policy))
 
 
 def _tool_findings(episode: Episode, known: frozenset[str], exposed: set[str], out: list[Finding]) -> None:
@@ -162,8 +169,10 @@ def _tool_findings(episode: Episode, known: frozenset[str], exposed: set[str], o
     for step in episode.steps:
         if isinstance(step.action, LoadSkill) and step.results and step.results[0].ok:
             loaded += 1
-        if any(getattr(n, "code", "") == REPEATED_FAILURE for n in step.notices):
-            _find(out, "recovery", [step.index], "the harness warned about a repeated identical failure")
+        warned = next((n for n in step.notices if getattr(n, "code", "") == REPEATED_FAILURE), None)
+        if warned is not None:
+            _find(out, "recovery", [step.index], "the harness warned about a repeated identical failure",
+                  code=REPEATED_FAILURE, policy=getattr(warned, "policy", "") or None)
         calls = step.action.calls if isinstance(step.action, ToolCallAction) else []
         for i, result in enumerate(step.results):
             if result.ok:
@@ -176,26 +185,27 @@ def _tool_findings(episode: Episode, known: frozenset[str], exposed: set[str], o
                     repeated.append(step.index)
             err = result.error
             if err is None or not err.message.strip():
-                _find(out, "incomplete_feedback", [step.index], f"{name} failed without an error message", name)
+                _find(out, "incomplete_feedback", [step.index], f"{name} failed without an error message", name,
+                      code=err.code if err else None)
                 continue
             code = err.code
             if code == "unknown_tool":
                 if name in known and name not in exposed:
-                    _find(out, "wrong_tool_exposure", [step.index], f"{name} exists but was not exposed", name)
+                    _find(out, "wrong_tool_exposure", [step.index], f"{name} exists but was not exposed", name, code)
                 else:
-                    _find(out, "routing", [step.index], f"called {name!r}, which is no tool", name)
+                    _find(out, "routing", [step.index], f"called {name!r}, which is no tool", name, code)
             elif code == "unknown_skill":
                 skill = step.action.name if isinstance(step.action, LoadSkill) else name
-                _find(out, "missing_skill", [step.index], f"no loadable skill {skill!r}", skill)
+                _find(out, "missing_skill", [step.index], f"no loadable skill {skill!r}", skill, code)
             elif code == "precondition_failed":
                 category: Category = "conflicting_skill" if loaded >= 2 else "missing_skill"
-                _find(out, category, [step.index], f"{name} blocked by a precondition: {err.message}", name)
+                _find(out, category, [step.index], f"{name} blocked by a precondition: {err.message}", name, code)
             elif code in ARGUMENT_CODES:
-                _find(out, "argument_grounding", [step.index], f"{name}: {code}: {err.message}", name)
+                _find(out, "argument_grounding", [step.index], f"{name}: {code}: {err.message}", name, code)
             elif code in STATE_CODES:
-                _find(out, "state_tracking", [step.index], f"{name}: {code}: {err.message}", name)
+                _find(out, "state_tracking", [step.index], f"{name}: {code}: {err.message}", name, code)
     if repeated:
-        _find(out, "recovery", repeated, "the same failing call was repeated")
+        _find(out, "recovery", repeated, "the same failing call was repeated", code="repeated_call")
 
 
 def _memory_findings(episode: Episode, out: list[Finding]) -> None:
@@ -232,25 +242,26 @@ def _criteria_findings(episode: Episode, exposed: set[str], out: list[Finding]) 
         if c.passed:
             continue
         tool = c.tool
+        kind = f"criterion:{c.kind}"
         if c.kind == "call" and tool and c.missing:
             if tool not in exposed:
-                _find(out, "wrong_tool_exposure", last, f"{c.name}: needs {tool}, which was not exposed", tool)
+                _find(out, "wrong_tool_exposure", last, f"{c.name}: needs {tool}, which was not exposed", tool, kind)
             elif stopped_by_claim:
-                _find(out, "premature_stop", last, f"stopped by {episode.stop_reason} before calling {tool}", tool)
+                _find(out, "premature_stop", last, f"stopped by {episode.stop_reason} before calling {tool}", tool, kind)
         elif c.kind == "call" and tool:
             ok_steps = _called_ok(episode, tool)
             if ok_steps:
-                _find(out, "argument_grounding", ok_steps, f"{c.name}: {c.detail}", tool)
+                _find(out, "argument_grounding", ok_steps, f"{c.name}: {c.detail}", tool, kind)
         elif c.kind in ORDER_KINDS:
             steps = [i for i, _, _ in episode.tool_calls()]
-            _find(out, "decomposition", steps, f"{c.name}: {c.detail}")
+            _find(out, "decomposition", steps, f"{c.name}: {c.detail}", code=kind)
         elif c.kind == "no_call" and tool:
-            _find(out, "routing", _attempted(episode, tool) or last, f"{c.name}: {c.detail}", tool)
+            _find(out, "routing", _attempted(episode, tool) or last, f"{c.name}: {c.detail}", tool, kind)
         elif c.kind == "stop":
-            _find(out, "premature_stop", last, f"{c.name}: {c.detail}")
+            _find(out, "premature_stop", last, f"{c.name}: {c.detail}", code=kind)
         elif c.kind == "unchanged":
             steps = [i for i, _, res in episode.tool_calls() if res is not None and res.ok]
-            _find(out, "state_tracking", steps, f"{c.name}: {c.detail}")
+            _find(out, "state_tracking", steps, f"{c.name}: {c.detail}", code=kind)
 
 
 def diagnose(episode: Episode, *, known_tools: Sequence[str] | None = None) -> Diagnosis:

@@ -1,0 +1,270 @@
+"""Typed candidate revisions of η that reach model-side failures too, for review and for ``evolve``.
+
+:mod:`.diagnosis_revisions` answers the rare harness-side findings with routing notes. Most
+failures of a small planner are model-side: wrong arguments, a missing call, a premature
+stop. What a harness can carry for those, each as a :class:`Candidate` holding a rule-checked
+:class:`~pocketpilot.adapters.Revision` (nothing is applied until approved):
+
+- ``experience``: workflows distilled from verified runs (:func:`.distil.distil`) added to
+  η's library; ``evict_experience``: an entry that measured as harmful goes.
+- ``tool_text``: repeated ``invalid_arguments``/``not_found`` on a tool (the findings'
+  error codes, across episodes) → its description rewritten in η with the values its schema
+  allows and an example call taken from a verified run (slotted); the app's code is untouched.
+- ``exposure``: a tool that was needed but not exposed → map it to a skill that exposes it,
+  else a note to ask rather than substitute (exposure itself is the deployment's).
+- ``memory_policy``: retrieval misses and stale memories → η's memory guidance: the
+  memory notes shown only with memory configured.
+- ``policy_off``: a policy the ablation shows costing tasks is left out (never a safety one).
+
+Everything is read from structured fields: findings' categories, tools and codes (a tool
+error's code, a notice's code, a criterion's kind), never the words of a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..adapters import Eta, Revision, RevisionError, apply_revision, render_diff
+from ..adapters.experience import ExperienceEntry, call_text
+from ..adapters.revision import AddExperience, EvictExperience, RemovePolicy, SetToolText
+from ..policy_registry import registered
+from .diagnosis import ARGUMENT_CODES, Diagnosis
+from .diagnosis_revisions import propose_revisions
+
+__all__ = [
+    "Candidate",
+    "CandidateKind",
+    "apply_candidate",
+    "combine",
+    "eviction_candidates",
+    "experience_candidate",
+    "generate_candidates",
+    "policy_off_candidates",
+    "tool_text_candidates",
+]
+
+CandidateKind = Literal["experience", "evict_experience", "tool_text", "exposure", "memory_policy", "policy_off",
+                        "harness_note"]
+
+
+class Candidate(BaseModel):
+    """One candidate revision: what kind, what it targets, the revision, and its evidence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: CandidateKind
+    target: str | None = None
+    """The tool, policy or entry id it is about (None: η-wide)."""
+    revision: Revision
+    evidence: list[dict[str, Any]] = Field(default_factory=list)
+    """Per supporting episode: episode_id, task_id, steps, code."""
+    diff: str = ""
+    """The semantic diff it makes against the η it was generated for."""
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def _make(kind: CandidateKind, target: str | None, eta: Eta, ops: list[Any], rationale: str,
+          evidence: list[dict[str, Any]]) -> Candidate | None:
+    digest = _digest(eta.version, kind, target, [o.model_dump(mode="json") for o in ops])
+    rev = Revision(id=f"{kind.replace('_', '-')}-{digest}",
+                   base_version=eta.version, rationale=rationale[:1000], ops=ops, source="evolve")
+    try:
+        new = apply_revision(eta, rev)
+    except RevisionError:
+        return None
+    return Candidate(kind=kind, target=target, revision=rev, evidence=evidence, diff=render_diff(eta, new))
+
+
+def apply_candidate(eta: Eta, candidate: Candidate) -> Eta:
+    """``eta`` with the candidate's ops applied (rebased onto ``eta``'s version; rule-checked).
+
+    Raises:
+        RevisionError: the ops fail a rule on this η (a note already there, an entry gone).
+    """
+    rev = candidate.revision.model_copy(update={"base_version": eta.version})
+    return apply_revision(eta, rev)
+
+
+def combine(eta: Eta, candidates: Sequence[Candidate], rev_id: str, rationale: str) -> Revision:
+    """One revision of ``eta`` holding every candidate's ops, in order (what ``evolve`` writes as pending).
+
+    Raises:
+        RevisionError: the combined ops fail a rule (checked by applying them once).
+    """
+    ops = [op for c in candidates for op in c.revision.ops]
+    rev = Revision(id=rev_id, base_version=eta.version, rationale=rationale[:1000], ops=ops, source="evolve")
+    apply_revision(eta, rev)
+    return rev
+
+
+# --------------------------------------------------------------------------- experience
+
+
+def experience_candidate(eta: Eta, entries: Sequence[ExperienceEntry]) -> Candidate | None:
+    """Add the entries η lacks (by id and provenance) as one candidate; None when nothing is new."""
+    have = {e.id: set(e.provenance) for e in eta.experience}
+    new = [e for e in entries if e.tools and not set(e.provenance) <= have.get(e.id, set())]
+    new = [e for e in new if all(t in eta.tools for t in e.tools)]
+    if not new:
+        return None
+    evidence = [{"episode_id": p, "entry": e.id} for e in new for p in e.provenance]
+    return _make("experience", None, eta, [AddExperience(entries=new)],
+                 f"{len(new)} workflow(s) from {len(evidence)} verified episode(s)", evidence)
+
+
+def eviction_candidates(eta: Eta, harm: Mapping[str, int], *, min_harm: int = 2) -> list[Candidate]:
+    """Evict entries whose measured harm (tasks lost where it was shown, net) reaches ``min_harm``."""
+    out = []
+    for e in eta.experience:
+        lost = int(harm.get(e.id, 0))
+        if lost >= min_harm:
+            c = _make("evict_experience", e.id, eta, [EvictExperience(entry_id=e.id)],
+                      f"entry {e.id} measured harmful: {lost} task(s) lost where it was shown", [{"entry": e.id}])
+            if c is not None:
+                out.append(c)
+    return out
+
+
+# --------------------------------------------------------------------------- tool text
+
+
+def _allowed_values(parameters: Mapping[str, Any]) -> list[str]:
+    out = []
+    defs = parameters.get("$defs", {})
+    for name, schema in parameters.get("properties", {}).items():
+        if "$ref" in schema:
+            schema = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {})
+        values = schema.get("enum") or [v for alt in schema.get("anyOf", []) for v in alt.get("enum", [])]
+        if values:
+            out.append(f"{name}: {'|'.join(json.dumps(v) for v in values)}")
+        elif schema.get("type") in ("integer", "number") and ("minimum" in schema or "maximum" in schema):
+            out.append(f"{name}: {schema.get('minimum', '')}..{schema.get('maximum', '')}")
+    return out
+
+
+def _example(tool: str, entries: Sequence[ExperienceEntry]) -> str | None:
+    for e in sorted(entries, key=lambda e: -len(e.provenance)):
+        for c in e.calls:
+            if c.tool == tool:
+                return call_text(c)
+    return None
+
+
+def tool_text_candidates(
+    diagnoses: Sequence[Diagnosis], eta: Eta, *, experience: Sequence[ExperienceEntry] = (), min_support: int = 2
+) -> list[Candidate]:
+    """Rewrite the description of each tool with argument errors in ``min_support`` episodes or more.
+
+    The new text is the tool's own description, then the values its schema allows and an
+    example call from a verified run (slots as slots). A tool with neither gets no candidate:
+    repeating its description would change nothing.
+    """
+    support: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in diagnoses:
+        if not d.failed or d.eta_version not in (None, eta.version):
+            continue
+        for f in d.findings:
+            if f.tool and f.code in ARGUMENT_CODES:
+                support[f.tool].append({"episode_id": d.episode_id, "task_id": d.task_id, "steps": f.steps,
+                                        "code": f.code})
+    out = []
+    for tool, ev in sorted(support.items()):
+        episodes = {e["episode_id"] for e in ev}
+        if len(episodes) < min_support or tool not in eta.tools:
+            continue
+        entry = eta.tools[tool]
+        parts = [entry.description.rstrip(". ")] if entry.description else []
+        allowed = _allowed_values(entry.parameters)
+        if allowed:
+            parts.append("Allowed values: " + "; ".join(allowed))
+        example = _example(tool, [*experience, *eta.experience])
+        if example:
+            parts.append(f"Example: {example}")
+        if len(parts) < 2:
+            continue
+        text = (". ".join(parts) + ".")[:1000]
+        if text == entry.revised_description:
+            continue
+        codes = sorted({e["code"] for e in ev})
+        c = _make("tool_text", tool, eta, [SetToolText(tool=tool, description=text)],
+                  f"{', '.join(codes)} on {tool} in {len(episodes)} failed episode(s): its description now says "
+                  "the allowed values and an example call", ev)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+# --------------------------------------------------------------------------- policies
+
+
+def policy_off_candidates(eta: Eta, ablation: Mapping[str, int], *, min_cost: int = 2) -> list[Candidate]:
+    """Leave out each policy whose ablation shows it costs ``min_cost`` tasks or more.
+
+    Args:
+        eta: the η whose policy set the ablation measured.
+        ablation: policy name → tasks passed without it minus tasks passed with it (paired,
+            on dev); safety policies are never proposed.
+        min_cost: tasks a policy must cost to be proposed for removal.
+    """
+    names = [p.name for p in eta.policies]
+    out = []
+    for name, cost in sorted(ablation.items()):
+        if cost < min_cost or name not in names or registered()[name].safety:
+            continue
+        c = _make("policy_off", name, eta, [RemovePolicy(name=name)],
+                  f"the ablation shows {name} costing {cost} task(s)", [{"policy": name, "cost": cost}])
+        if c is not None:
+            out.append(c)
+    return out
+
+
+_HARNESS_KINDS: dict[str, CandidateKind] = {
+    "wrong_tool_exposure": "exposure",
+    "missing_skill": "exposure",
+    "conflicting_skill": "exposure",
+    "retrieval_miss": "memory_policy",
+    "stale_memory": "memory_policy",
+}
+
+
+def generate_candidates(
+    diagnoses: Sequence[Diagnosis],
+    eta: Eta,
+    *,
+    experience: Sequence[ExperienceEntry] = (),
+    harm: Mapping[str, int] | None = None,
+    ablation: Mapping[str, int] | None = None,
+    min_support: int = 2,
+) -> list[Candidate]:
+    """Every candidate the evidence supports, each rule-checked against ``eta``, one revision each.
+
+    Args:
+        diagnoses: diagnoses of the failed episodes (:func:`.diagnosis.diagnose_many`).
+        eta: the η they ran under.
+        experience: entries distilled from the verified successes (:func:`.distil.distil`).
+        harm: entry id → tasks lost where it was shown (from the evolve measurement).
+        ablation: policy name → tasks it costs on dev.
+        min_support: episodes a tool-text or harness finding needs.
+    """
+    out: list[Candidate] = []
+    exp = experience_candidate(eta, experience)
+    if exp is not None:
+        out.append(exp)
+    out.extend(eviction_candidates(eta, harm or {}))
+    out.extend(tool_text_candidates(diagnoses, eta, experience=experience, min_support=min_support))
+    harness, _skipped = propose_revisions(diagnoses, eta, min_support=min_support)
+    for h in harness:
+        kind = _HARNESS_KINDS.get(h.category, "harness_note")
+        out.append(Candidate(kind=kind, target=h.tool, revision=h.revision.model_copy(update={"source": "evolve"}),
+                             evidence=h.evidence, diff=h.diff))
+    out.extend(policy_off_candidates(eta, ablation or {}))
+    return out
