@@ -38,7 +38,10 @@ def scripted(path: str) -> Any:
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address (loopback unless --insecure-lan).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8766, show_default=True)
-@click.option("--insecure-lan", is_flag=True, help="Serve HTTP on a non-loopback address (no TLS, no token).")
+@click.option("--insecure-lan", is_flag=True, help="Serve HTTP on a non-loopback address (no TLS: the token in clear).")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None,
+              help="HTTP: the bearer token every request must carry (default: `pocketpilot serve`'s, "
+                   "generated at the first start).")
 @click.option("--device", default="sandbox", show_default=True,
               help="`sandbox`, or an adb serial (a phone, or the simulated one).")
 @click.option("--apps", default=None, help="Sandbox apps or tools to expose, comma-separated (default: everyday apps).")
@@ -53,14 +56,19 @@ def scripted(path: str) -> Any:
               help="run_request replays this JSON list of actions instead of a model (tests, demos).")
 @click.option("--no-agent", is_flag=True, help="Serve the device's tools only (no run_request).")
 @planner_options
-def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str, apps: str | None, eta: str,
-          trace_dir: str | None, max_steps: int, confirm_timeout: float, script: str | None, no_agent: bool, model: str,
+def serve(transport: str, host: str, port: int, insecure_lan: bool, token_file: str | None, device: str,
+          apps: str | None, eta: str, trace_dir: str | None, max_steps: int, confirm_timeout: float, script: str | None,
+          no_agent: bool, model: str,
           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Serve a device's tools (with their semantics) and the agent (run_request) to MCP hosts."""
-    from ..serve.auth import check_bind
+    from ..serve.auth import check_bind, load_or_create_token
 
+    token = where = None
     if transport == "http":
         check_bind(host, tls=False, insecure_lan=insecure_lan)
+        token, where = load_or_create_token(Path(token_file) if token_file else None)
+    elif token_file is not None:
+        raise UsageError("--token-file guards the HTTP transport; stdio is the host's own pipe")
     try:
         from ..serve.mcp_server import PhoneMcpServer
     except ImportError as exc:
@@ -86,11 +94,12 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, device: str,
     server = PhoneMcpServer(executor, None if no_agent else planner,
                             trace_dir=Path(trace_dir) if trace_dir else pocketpilot_home() / "mcp-traces",
                             session_kwargs=kwargs, max_steps=max_steps, confirm_timeout_s=confirm_timeout)
-    click.echo(f"pocketpilot mcp serve: {len(tools)} tools of {device} over {transport}", err=True)
-    if transport == "stdio":
+    click.echo(f"pocketpilot mcp serve: {len(tools)} tools of {device} over {transport}"
+               + (f" at http://{host}:{port}/mcp (bearer token in {where})" if token else ""), err=True)
+    if token is None:
         server.run("stdio")
     else:
-        server.run("streamable-http", host=host, port=port)
+        server.run_http(token, host=host, port=port)
 
 
 def _device(device: str, apps: list[str] | None) -> tuple[Any, list[str]]:

@@ -147,8 +147,9 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
 
         async def stream() -> AsyncIterator[bytes]:
             yield b"retry: 1000\n\n"
-            async for item in session.log.follow(after):
-                yield b": keepalive\n\n" if item is None else sse_frame(item)
+            async with contextlib.aclosing(session.log.follow(after)) as items:  # a gone client stops reading now
+                async for item in items:
+                    yield b": keepalive\n\n" if item is None else sse_frame(item)
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

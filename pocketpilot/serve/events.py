@@ -9,7 +9,10 @@ state and errors.
 
 Every event has a number, one more than the one before, in one session. A client that
 reconnects with ``Last-Event-ID: n`` gets every event after ``n``, each exactly once, from the
-log (which keeps the session's events while the session lives).
+log. The log keeps its newest events in memory (``max_in_memory``); of an older one it keeps
+where its line is in the trace (file, offset, length) when it came from a trace, and the event
+itself when the service said it (a state, a question: a few small events a run). A reconnect
+from before the window reads those lines back from the trace, the record they came from.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EventLog", "ServeEvent", "TraceTail", "sse_frame"]
+__all__ = ["EventLog", "ServeEvent", "TraceLine", "TraceTail", "sse_frame"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,18 +44,58 @@ class ServeEvent:
     data: str
 
 
+@dataclass(frozen=True, slots=True)
+class TraceLine:
+    """Where an event's data is in a trace file: what the log keeps of it past its window."""
+
+    id: int
+    event: str
+    path: Path
+    offset: int
+    length: int
+
+    def read(self) -> ServeEvent:
+        """The event again, its data read back from the trace (a ``gap`` event if it is gone)."""
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                raw = fh.read(self.length)
+            if len(raw) != self.length:
+                raise OSError("the trace is shorter than when the line was read")
+            return ServeEvent(self.id, self.event, raw.decode("utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            logger.warning("%s: event %d could not be read back: %s", self.path, self.id, exc)
+            return ServeEvent(self.id, "gap", json.dumps({"event": self.event, "trace": self.path.name,
+                                                          "reason": str(exc)}))
+
+
 def sse_frame(event: ServeEvent) -> bytes:
     """The event in the Server-Sent Events wire format (data is one line of JSON)."""
     return f"id: {event.id}\nevent: {event.event}\ndata: {event.data}\n\n".encode()
 
 
 class EventLog:
-    """The append-only events of one session; readers wait for the next one."""
+    """The append-only events of one session; readers wait for the next one.
 
-    def __init__(self) -> None:
-        self._events: list[ServeEvent] = []
+    Args:
+        max_in_memory: how many of the newest events are kept whole (None: all). Older trace
+            lines are read back from their trace when a reader asks for them.
+    """
+
+    def __init__(self, max_in_memory: int | None = None) -> None:
+        if max_in_memory is not None and max_in_memory < 1:
+            raise ValueError(f"max_in_memory must be at least 1, not {max_in_memory}")
+        self.max_in_memory = max_in_memory
+        self._window: deque[ServeEvent] = deque()
+        self._older: list[ServeEvent | TraceLine] = []
+        """Events before the window: service events whole, trace lines by where they are (``_older[i].id == i + 1``)."""
+        self._sources: dict[int, tuple[Path, int, int]] = {}
+        """Where the window's trace-line events are in their trace (kept when they leave the window)."""
         self._changed: asyncio.Event | None = None
         self.closed = False
+        self.readers = 0
+        """Streams following the log now."""
+        self.last_append = time.monotonic()
 
     def _signal(self) -> asyncio.Event:
         # created on first use, inside the loop (no loop-bound primitive in __init__)
@@ -59,21 +104,44 @@ class EventLog:
         return self._changed
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._older) + len(self._window)
+
+    @property
+    def in_memory(self) -> int:
+        """Events kept whole in the window."""
+        return len(self._window)
 
     @property
     def last_id(self) -> int:
         """The newest event's number (0: none yet)."""
-        return self._events[-1].id if self._events else 0
+        return len(self)
 
-    def append(self, event: str, data: dict[str, Any] | str) -> ServeEvent:
-        """Add an event (``data`` a dict, or a JSON text kept as it is) and wake the readers."""
+    def append(self, event: str, data: dict[str, Any] | str, *, source: tuple[Path, int, int] | None = None) -> ServeEvent:
+        """Add an event (``data`` a dict, or a JSON text kept as it is) and wake the readers.
+
+        ``source``: the trace file, offset and length the data was read from (a trace line).
+        """
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-        item = ServeEvent(len(self._events) + 1, event, text)
-        self._events.append(item)
+        item = ServeEvent(len(self) + 1, event, text)
+        self._window.append(item)
+        if source is not None:
+            self._sources[item.id] = source
+        while self.max_in_memory is not None and len(self._window) > self.max_in_memory:
+            old = self._window.popleft()
+            where = self._sources.pop(old.id, None)
+            self._older.append(old if where is None else TraceLine(old.id, old.event, *where))
+        self.last_append = time.monotonic()
         changed, self._changed = self._signal(), asyncio.Event()
         changed.set()
         return item
+
+    async def get(self, event_id: int) -> ServeEvent:
+        """Event ``event_id`` (1 to :attr:`last_id`), from memory or read back from its trace."""
+        older = len(self._older)
+        if event_id > older:
+            return self._window[event_id - older - 1]
+        kept = self._older[event_id - 1]
+        return kept if isinstance(kept, ServeEvent) else await asyncio.to_thread(kept.read)
 
     def close(self) -> None:
         """No more events: readers finish once they have read everything."""
@@ -86,19 +154,23 @@ class EventLog:
         Ends when the log is closed and read to the end.
         """
         cursor = max(after, 0)
-        while True:
-            waiting = self._signal()
-            fresh = self._events[cursor:]
-            for item in fresh:
-                yield item
-            cursor += len(fresh)
-            if self.closed and cursor >= len(self._events):
-                return
-            try:
-                async with asyncio.timeout(keepalive_s):
-                    await waiting.wait()
-            except TimeoutError:
-                yield None
+        self.readers += 1
+        try:
+            while True:
+                waiting = self._signal()
+                while cursor < self.last_id:
+                    item = await self.get(cursor + 1)
+                    cursor += 1
+                    yield item
+                if self.closed and cursor >= self.last_id:
+                    return
+                try:
+                    async with asyncio.timeout(keepalive_s):
+                        await waiting.wait()
+                except TimeoutError:
+                    yield None
+        finally:
+            self.readers -= 1
 
 
 class TraceTail:
@@ -150,10 +222,13 @@ class TraceTail:
             if self.path is None:
                 return
             chunk = await asyncio.to_thread(self._read_sync, self.path, self._offset)
+            base = self._offset - len(self._partial)  # where ``data`` starts in the file
             self._offset += len(chunk)
             data = self._partial + chunk
             *lines, self._partial = data.split(b"\n")
+            start = base
             for line in lines:
+                at, start = start, start + len(line) + 1
                 if not line.strip():
                     continue
                 text = line.decode("utf-8")
@@ -162,7 +237,7 @@ class TraceTail:
                 except (json.JSONDecodeError, AttributeError):
                     logger.warning("%s: a line that is not a JSON record", self.path)
                     continue
-                self.log.append(str(kind), text)
+                self.log.append(str(kind), text, source=(self.path, at, len(line)))
 
     async def catch_up(self) -> None:
         """Read what the file holds now (before a service event that must come after it)."""

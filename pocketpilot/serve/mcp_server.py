@@ -48,8 +48,10 @@ from ..errors import UsageError
 from ..executor.base import Executor
 from ..harness import HarnessConfig, Planner, Session, safety_policies
 from ..harness.planners import ScriptedPlanner
+from .auth import check_bearer
+from .errors import Unauthorized
 
-__all__ = ["McpConfirmation", "PhoneMcpServer", "annotations_of"]
+__all__ = ["BearerGuard", "McpConfirmation", "PhoneMcpServer", "annotations_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -397,6 +399,21 @@ class PhoneMcpServer(MCPServer):
         return CallToolResult(content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
                               structured_content=body, is_error=episode.stop_reason in ("planner_error", "device_lost"))
 
+    def http_app(self, token: str, *, host: str = "127.0.0.1") -> Any:
+        """The streamable HTTP app (at ``/mcp``), every request of it behind the bearer token.
+
+        The token is ``pocketpilot serve``'s: a host on the network cannot drive the phone, nor
+        answer its confirmations, without what only the user's account can read.
+        """
+        return BearerGuard(self.streamable_http_app(host=host), token)
+
+    def run_http(self, token: str, *, host: str, port: int) -> None:
+        """Serve :meth:`http_app` with uvicorn until interrupted."""
+        import uvicorn
+
+        uvicorn.run(self.http_app(token, host=host), host=host, port=port, log_level="warning",
+                    timeout_graceful_shutdown=3)
+
     async def aclose(self) -> None:
         """Cancel a run still waiting for an answer; release the agent's planner."""
         for run in list(self._runs.values()):
@@ -405,3 +422,29 @@ class PhoneMcpServer(MCPServer):
         if self._agent is not None:
             agent, self._agent = self._agent, None
             await agent.planner.aclose()
+
+
+class BearerGuard:
+    """ASGI middleware: an HTTP request without ``Authorization: Bearer <token>`` gets a 401.
+
+    The lifespan passes through (the server's own start and stop), so does nothing else.
+    """
+
+    def __init__(self, app: Any, token: str) -> None:
+        if not token:
+            raise UsageError("the MCP server over HTTP needs a bearer token")
+        self.app, self._token = app, token
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Check the token of an HTTP request, then hand it on."""
+        if scope["type"] == "http":
+            header = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"authorization"), None)
+            try:
+                check_bearer(header, self._token)
+            except Unauthorized as exc:
+                from starlette.responses import JSONResponse
+
+                response = JSONResponse(exc.body(), status_code=exc.status, headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -12,9 +12,11 @@ memories.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +68,12 @@ class ServeConfig:
     """Browser origins allowed to call the API (none: CORS off)."""
     max_sessions: int = 64
     default_model: str = "default"
+    events_in_memory: int | None = 1000
+    """The newest events a session keeps whole in memory (None: all); older trace lines are read
+    back from the trace when a client reconnects from before them."""
+    idle_timeout_s: float | None = 3600.0
+    """A session nobody has called, streamed or run anything in for this long is closed (its run
+    cancelled, its trace ended as such); None: sessions live until deleted."""
 
 
 @dataclass
@@ -138,6 +146,14 @@ class ServeSession:
         self.error: dict[str, str] | None = None
         self._task: asyncio.Task[None] | None = None
         self._tail: TraceTail | None = None
+        self.last_call = time.monotonic()
+        """When its holder last called about it (the registry stamps it)."""
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since anything happened in this session: a call, an event, a stream open (0)."""
+        if self.log.readers > 0:
+            return 0.0
+        return now - max(self.last_call, self.log.last_append)
 
     # ------------------------------------------------------------------ observer of its runs
 
@@ -312,6 +328,9 @@ class SessionRegistry:
         self._sessions: dict[str, ServeSession] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._opened_planners: dict[int, Planner] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self.expired = 0
+        """Sessions closed for being idle."""
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -340,7 +359,7 @@ class SessionRegistry:
         device = await self._devices(spec.device)
         try:
             sid = uuid.uuid4().hex
-            log = EventLog()
+            log = EventLog(self.config.events_in_memory)
             board = QuestionBoard(log)
             timeout = min(spec.confirm_timeout_s or self.config.confirm_timeout_s, self.config.confirm_timeout_s)
             tools = device.executor.tools()  # specs: skills and notes attach by each tool's declared world
@@ -369,6 +388,8 @@ class SessionRegistry:
             await device.aclose()
             raise
         self._sessions[sid] = session
+        if self.config.idle_timeout_s is not None and self._reaper is None:
+            self._reaper = asyncio.create_task(self._reap(self.config.idle_timeout_s), name="serve-idle-sessions")
         log.append("state", {"state": "idle"})
         logger.info("session %s: owner %s, device %s, model %s", sid, spec.owner, spec.device.kind, model)
         return session
@@ -385,18 +406,51 @@ class SessionRegistry:
             raise NotFound(f"no session {sid!r}", "unknown_session")
         if not session.holds(key):
             raise NotHolder(f"session {sid} is held by another client (X-Session-Key)")
+        session.last_call = time.monotonic()
         return session
 
     async def close(self, sid: str, key: str | None) -> None:
         """End the session: cancel its run, close its device (its traces stay)."""
-        session = self.get(sid, key)
-        del self._sessions[sid]
+        await self._drop(self.get(sid, key))
+
+    async def _drop(self, session: ServeSession) -> None:
+        if self._sessions.get(session.id) is not session:
+            return
+        del self._sessions[session.id]
         await session.aclose()
         if all(s.device.key != session.device.key for s in self._sessions.values()):
             self._locks.pop(session.device.key, None)  # the device's queue goes with its last session
 
+    async def expire_idle(self, timeout_s: float) -> list[str]:
+        """Close the sessions idle for ``timeout_s`` or more; their ids.
+
+        A run still in one is cancelled (its trace ends as cancelled); its event log ends with an
+        ``expired`` event and the closed state. A session with a stream open is never idle.
+        """
+        now = time.monotonic()
+        idle = [s for s in self._sessions.values() if s.idle_for(now) >= timeout_s]
+        for session in idle:
+            logger.info("session %s: idle for %.0f s, closed", session.id, session.idle_for(now))
+            session.log.append("expired", {"idle_timeout_s": timeout_s})
+            self.expired += 1
+            await self._drop(session)
+        return [s.id for s in idle]
+
+    async def _reap(self, timeout_s: float) -> None:
+        while True:
+            await asyncio.sleep(min(max(timeout_s / 4, 0.05), 30.0))
+            try:
+                await self.expire_idle(timeout_s)
+            except Exception:  # one session failing to close must not stop the others expiring
+                logger.exception("expiring idle sessions failed")
+
     async def aclose(self) -> None:
         """Close every session and the planners (the service is stopping)."""
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             await session.aclose()

@@ -113,3 +113,57 @@ async def test_the_console_denies_a_destructive_call_and_the_phone_stays_on(make
     notices = [line for s in seen["steps"] for line in s.splitlines() if line.startswith("notice: ")]
     assert notices and not any("[object Object]" in n for n in notices)  # a trace's notice is {policy, code, text}
     assert "power_off" in seen["replay"] and "denied" in seen["replay"]
+
+
+ASK = [{"kind": "ask_user", "question": "Which Anna: Anna Berg or Anna Lind?"},
+       {"kind": "tool_call", "calls": [{"name": "get_device_info", "arguments": {}}]},
+       {"kind": "finish", "summary": "told Anna Lind"}]
+
+
+def _answer_in_the_console(driver: Any, url: str) -> dict[str, Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 20)
+    driver.get(url + "/")
+    driver.find_element(By.ID, "token").send_keys(TOKEN)
+    driver.find_element(By.ID, "apps").send_keys("power,notes")
+    driver.find_element(By.ID, "open").click()
+    wait.until(lambda d: d.find_element(By.ID, "state").text == "idle")
+    driver.find_element(By.ID, "request").send_keys("tell Anna I am late")
+    driver.find_element(By.ID, "send").click()
+    box = wait.until(ec.visibility_of_element_located((By.ID, "answer")))
+    asked = {"question": driver.find_element(By.ID, "question").text,
+             "confirm_buttons": driver.find_element(By.ID, "allow").is_displayed(),
+             "state": driver.find_element(By.ID, "state").text}
+    box.send_keys("Anna Lind")
+    driver.find_element(By.ID, "answer-send").click()
+    wait.until(lambda d: [li.get_attribute("data-stop") for li in d.find_elements(By.CSS_SELECTOR, "#log li.end")]
+               == ["ask_user", "finish"])
+    wait.until(lambda d: d.find_element(By.ID, "state").text == "idle")
+    return {**asked, "requests": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#log li.request")],
+            "steps": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#log li.step")],
+            "answers": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#log li.answer")],
+            "runs": len(driver.find_elements(By.CSS_SELECTOR, "#log li.run")),
+            "dialog_open": driver.execute_script("return document.getElementById('dialog').open")}
+
+
+@pytest.mark.slow
+async def test_the_console_answers_a_question_and_the_run_goes_on(make_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    async with make_server() as served:
+        served.scripts.scripts["default"] = ASK
+        driver = await asyncio.to_thread(_browser, tmp_path / "profile")
+        try:
+            seen = await asyncio.to_thread(_answer_in_the_console, driver, served.url)
+        finally:
+            await asyncio.to_thread(driver.quit)
+        (sid,) = served.app.state.registry._sessions
+        session = served.app.state.registry._sessions[sid]
+        assert session.turns == 2 and session.last_stop == "finish" and not session.board.pending()
+    assert seen["question"] == "The agent asks: Which Anna: Anna Berg or Anna Lind?"
+    assert not seen["confirm_buttons"] and seen["state"] == "waiting"  # a question, not a confirmation
+    assert seen["requests"] == ["you: tell Anna I am late", "you: Anna Lind"]  # the answer is the next turn
+    assert seen["answers"] and "Anna Lind" in seen["answers"][0]
+    assert seen["runs"] == 2 and any("get_device_info" in s for s in seen["steps"])
+    assert not seen["dialog_open"]

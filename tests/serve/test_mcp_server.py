@@ -101,7 +101,7 @@ async def test_run_request_asks_mid_run_and_is_denied_where_it_cannot_ask(tmp_pa
 
 
 @pytest.mark.slow
-async def test_streamable_http_serves_the_same_tools_and_rules(tmp_path: Path) -> None:
+async def test_streamable_http_serves_the_same_tools_and_rules_behind_the_token(tmp_path: Path) -> None:
     import asyncio
     import socket
     import subprocess
@@ -111,10 +111,18 @@ async def test_streamable_http_serves_the_same_tools_and_rules(tmp_path: Path) -
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    token_file = tmp_path / "token"
     proc = subprocess.Popen([sys.executable, "-m", "pocketpilot", "mcp", "serve", "--transport", "http", "--port",
-                             str(port), "--eta", "none", "--apps", "power", "--no-agent",
+                             str(port), "--eta", "none", "--apps", "power", "--no-agent", "--token-file", str(token_file),
                              "--trace-dir", str(tmp_path / "traces")], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def with_token(token: str) -> Any:
+        return streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}))
+
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         for _ in range(150):
@@ -125,14 +133,24 @@ async def test_streamable_http_serves_the_same_tools_and_rules(tmp_path: Path) -
             except httpx.TransportError:
                 assert proc.poll() is None
                 await asyncio.sleep(0.2)
-        async with Client(url) as client:
+        # the token is serve's: generated at the first start, readable by the user only
+        token = token_file.read_text().strip()
+        assert token and token_file.stat().st_mode & 0o077 == 0
+        async with httpx.AsyncClient() as raw:
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
+                refused = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+                assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+        with pytest.raises(Exception):  # noqa: B017, PT011 - the SDK's own error for a refused connection
+            async with Client(with_token("wrong")) as client:
+                await client.list_tools()
+        async with Client(with_token(token)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert tools["power_off"].annotations.destructive_hint is True and "run_request" not in tools
             denied = await client.call_tool("power_off", {})
             assert denied.is_error and "elicitation" in denied.content[0].text
             assert await powered_on(client)
         accept = answering(True)
-        async with Client(url, elicitation_callback=accept) as client:
+        async with Client(with_token(token), elicitation_callback=accept) as client:
             assert not (await client.call_tool("power_off", {})).is_error and len(accept.asked) == 1
             assert not await powered_on(client)
     finally:
@@ -147,3 +165,12 @@ def test_streamable_http_refuses_a_lan_host_without_insecure_lan() -> None:
 
     result = CliRunner().invoke(cli, ["mcp", "serve", "--transport", "http", "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "--insecure-lan" in result.output
+
+
+def test_a_token_file_is_refused_over_stdio() -> None:
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["mcp", "serve", "--token-file", "/tmp/x"])
+    assert result.exit_code == 2 and "HTTP" in result.output
