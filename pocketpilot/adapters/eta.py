@@ -26,7 +26,6 @@ from ..policy_registry import PolicyError, build, default_entries, registered
 from .defaults import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 from .errors import EtaError, EtaIntegrityError
 from .experience import ExperienceConfig, ExperienceEntry
-from .placement import MemorySettings
 
 __all__ = [
     "Eta", "ExperienceConfig", "ExperienceEntry", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry",
@@ -154,8 +153,6 @@ class Eta(_Model):
     notes: list[RoutingNote] = Field(default_factory=list)
     policies: list[PolicyEntry] = Field(default_factory=default_policy_entries)
     """The harness policies, in order: a reviewed revision may change one or its parameters."""
-    memory: MemorySettings | None = None
-    """Recall, memory placement and answer-path switches (:mod:`.placement`); None: the harness's defaults."""
     offers: dict[str, str] = Field(default_factory=_default_offers)
     """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
     stop_words: list[str] = Field(default_factory=_default_stop_words)
@@ -202,8 +199,6 @@ class Eta(_Model):
         that names no world hashes, and is stored, exactly as before worlds were declared.
         """
         data = self.model_dump(mode="json")
-        if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
-            del data["memory"]
         entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
         for entry in entries:
             if entry.get("world", "") is None:

@@ -10,6 +10,7 @@ from ..skills import SkillLibrary
 from ..skills.worlds import ToolSet
 from .errors import EtaError
 from .eta import Eta
+from .examples import with_experience, with_tool_text
 from .filter import GuidanceFilter
 from .route import SkillRouter, asks_to_delegate, asks_to_remember
 
@@ -45,6 +46,8 @@ def session_kwargs(
     recalled: Sequence[str] = (),
     router: SkillRouter | None = None,
     memory_search: bool = True,
+    owner: str | None = None,
+    embedder: Any | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for :class:`~pocketpilot.harness.Session` under η.
 
@@ -91,6 +94,9 @@ def session_kwargs(
         router: a router built from ``library`` earlier (saves rebuilding it per session).
         memory_search: whether searching memory can find anything (False for an empty store:
             the action and its note would only invite a wasted step).
+        owner: whose run it is: η's experience learned from another owner's runs is shown
+            only where no owner data is left in it (:mod:`.examples`).
+        embedder: scores experience by meaning as well as by words (None: BM25 alone).
 
     Returns:
         ``guidance``, ``skills``, ``gates``, ``policies`` (η's policy set, fresh) and
@@ -118,8 +124,8 @@ def session_kwargs(
     gates = library.always_on_gates(tools) if library is not None else []
     if request is None:
         guidance = filt.guidance(tools, res)
-        return {"guidance": guidance, "skills": bound, "gates": gates, "eta_version": version,
-                "policies": eta.build_policies()}
+        return with_tool_text(eta, {"guidance": guidance, "skills": bound, "gates": gates, "eta_version": version,
+                                    "policies": eta.build_policies()})
     if recalled or not memory_search:
         res.discard("memory")
     if recalled:
@@ -157,7 +163,7 @@ def session_kwargs(
             resolved[key] = ToolSet.of(now, catalogue=tools)
         return filt.guidance(resolved[key], frozen_res, request=request, shown_skills=shown)
 
-    return {
+    kwargs = {
         "guidance": [],
         "guidance_for": guidance_for,
         "skills": bound,
@@ -167,3 +173,6 @@ def session_kwargs(
         "preloaded": preloaded,
         "actions": actions,
     }
+    # η's experience: worked examples after the routed guidance, step hints as a policy
+    names = [t if isinstance(t, str) else t.name for t in exposed_tools]
+    return with_tool_text(eta, with_experience(eta, kwargs, request, names, owner=owner, embedder=embedder))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..contracts import ACTION_KINDS, ChatMessage, Delegate, Episode, Finish, Step, ToolCallAction, ToolSpec
@@ -76,6 +76,7 @@ class Session:
         subagent_verifier: Verifier | None = None,
         observer: RunObserver | None = None,
         policies: Sequence[Policy] | None = None,
+        tool_text: Mapping[str, str] | None = None,
     ) -> None:
         self.planner = planner
         self.policies = None if policies is None else list(policies)
@@ -139,6 +140,12 @@ class Session:
             if missing:
                 raise UsageError(f"tools not provided by the executor: {', '.join(missing)}")
             available = {n: available[n] for n in tools}
+        self.tool_text = dict(tool_text or {})
+        """Descriptions η revised (``ToolEntry.revised_description``), shown in place of the tools'
+        own; the tools and their schemas are otherwise the executor's. Sub-agents inherit them."""
+        for name, text in self.tool_text.items():
+            if name in available:
+                available[name] = available[name].model_copy(update={"description": text})
         self._base_tools = available
         self._trace_path: Path | None = None
         self.parent_episode_id: str | None = None
@@ -286,4 +293,5 @@ class Session:
             subagent_verifier=self.subagent_verifier,
             observer=self.observer,
             policies=self.policies,
+            tool_text=self.tool_text,
         )

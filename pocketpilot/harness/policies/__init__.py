@@ -29,6 +29,7 @@ from .base import (
     StopAction,
 )
 from .confirmation import Confirmation, OnDenial
+from .experience_hints import ExperienceHints
 from .gates import Gates, HeldCalls
 from .id_for_name import IdForName
 from .loop_guard import LoopGuard
@@ -45,6 +46,7 @@ __all__ = [
     "BasePolicy",
     "CallDecision",
     "Confirmation",
+    "ExperienceHints",
     "Gates",
     "HeldCalls",
     "Hold",
@@ -75,7 +77,8 @@ __all__ = [
 
 REGISTRY: dict[str, type[BasePolicy]] = {
     cls.name: policy_registry.register(cls)
-    for cls in (IdForName, ReadsApart, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack, Confirmation)
+    for cls in (IdForName, ReadsApart, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack,
+                ExperienceHints, Confirmation)
 }
 """Policies by the name η uses. Order matters for ``before_call``: a rewrite comes first (the
 gates judge the call that will run), confirmation last (the user is asked only about calls
