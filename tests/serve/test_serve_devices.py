@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from _serve_support import kind, question, sse
 
 from pocketpilot.contracts import ToolCall, ToolResult, ToolSpec
@@ -161,3 +162,60 @@ async def test_the_simulated_phone_must_be_running(make_server, tmp_path) -> Non
         r = await s.client.post("/v1/sessions", json={"owner": "anna", "device": {"kind": "simphone"}},
                                 headers=s.auth())
         assert r.status_code == 422 and "pocketpilot simphone start" in r.json()["error"]["message"]
+
+
+def _executor_fixtures():  # noqa: ANN202 - the isolated adb server the executor tests start
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    name = "_executor_adb_fixtures"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parents[1] / "executor" / "conftest.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+async def test_sessions_on_the_running_simulated_phone_by_kind_and_by_serial(make_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`simphone` and `adb` devices on a simulated phone that runs (real adb protocol): a session's
+    call changes the phone, a second session reaches the same phone by its serial, and the two
+    queue on it as one device."""
+    from pocketpilot.executor.simphone import simphone_status
+    from pocketpilot.executor.simphone.launcher import start_simphone, stop_simphone
+    from pocketpilot.serve import DeviceOpener
+
+    fixtures = _executor_fixtures()
+    adb = await asyncio.to_thread(fixtures.start_adb_server, tmp_path / "adb")
+    state_dir = tmp_path / "simphone"
+    try:
+        info = await asyncio.to_thread(start_simphone, state_dir, port=fixtures.free_port(), backend="sandbox")
+        assert simphone_status(state_dir) is not None
+        set_it = [{"kind": "tool_call", "calls": [{"name": "set_brightness", "arguments": {"level": 40}}]},
+                  {"kind": "finish", "summary": "set"}]
+        read_it = [{"kind": "tool_call", "calls": [{"name": "get_settings", "arguments": {}}]},
+                   {"kind": "finish", "summary": "read"}]
+        async with make_server(devices=DeviceOpener(adb_port=adb.port, simphone_dir=state_dir)) as s:
+            a_sid, a_key = await s.open(set_it, device={"kind": "simphone"})
+            b_sid, b_key = await s.open(read_it, device={"kind": "adb", "serial": info.serial})
+            sessions = s.app.state.registry._sessions
+            assert sessions[a_sid].device.key == sessions[b_sid].device.key == f"adb:{info.serial}"  # one queue
+            await s.send(a_sid, a_key, "set the brightness to 40")
+            got = await sse(s.client, f"/v1/sessions/{a_sid}/events", s.auth(a_key), until=kind("end"), timeout=60)
+            step = next(e.data["step"] for e in got if e.event == "step")
+            assert step["results"][0]["ok"], step["results"][0]
+            assert got[-1].data["stop_reason"] == "finish"
+            await s.send(b_sid, b_key, "what is the brightness?")
+            got = await sse(s.client, f"/v1/sessions/{b_sid}/events", s.auth(b_key), until=kind("end"), timeout=60)
+            step = next(e.data["step"] for e in got if e.event == "step")
+            assert step["results"][0]["ok"] and step["results"][0]["data"]["brightness"] == 40  # the same phone
+            for sid, key in ((a_sid, a_key), (b_sid, b_key)):
+                assert (await s.client.delete(f"/v1/sessions/{sid}", headers=s.auth(key))).status_code == 200
+    finally:
+        await asyncio.to_thread(stop_simphone, state_dir)
+        await asyncio.to_thread(fixtures.stop_adb_server, adb)
