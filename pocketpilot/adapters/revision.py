@@ -29,7 +29,7 @@ from ..skills.worlds import ToolSet
 from .compile import note_for_tools
 from .errors import EtaError, RevisionError
 from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
-from .experience import ExperienceConfig, ExperienceEntry, merge
+from .experience import ExperienceConfig, ExperienceEntry, forget, merge
 
 __all__ = [
     "AddExperience", "AddNote", "EvictExperience", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision",
@@ -344,3 +344,63 @@ class RevisionStore:
         _write_json(self.root / "approved" / f"{rev_id}.json", record)
         path.unlink()
         return new
+
+    def forget(self, ledger: object) -> list[str]:
+        """Remove every experience entry a deleted memory survives in, from every η and revision stored here.
+
+        Deletion needs no approval: the current η, every η kept under ``history/``, and the
+        entries of pending and approved ``add_experience`` revisions are rewritten without the
+        entries :func:`~pocketpilot.adapters.experience.forget` drops (by the ids of the
+        memories their runs were shown, and by quotes of deleted text). A pending revision left
+        with nothing to add is removed. What was dropped is recorded, by entry id only, under
+        ``forgotten/``.
+
+        Args:
+            ledger: the memory stores' :class:`~pocketpilot.memory.ledger.DeletionLedger`.
+
+        Returns:
+            The ids of the entries dropped (empty: nothing held a deleted memory).
+        """
+        dropped: set[str] = set()
+        paths = [self.eta_path, *sorted((self.root / "history").glob("*.json"))]
+        before = load_eta(self.eta_path).version if self.eta_path.exists() else None
+        for path in paths:
+            if not path.exists():
+                continue
+            eta = load_eta(path)
+            kept, gone = forget(eta.experience, ledger)
+            if gone:
+                dropped.update(gone)
+                save_eta(eta.model_copy(update={"experience": kept}), path)
+        for folder in ("pending", "approved"):
+            for path in sorted((self.root / folder).glob("*.json")) if (self.root / folder).is_dir() else []:
+                dropped.update(self._scrub(path, ledger, folder == "pending"))
+        if dropped:
+            after = load_eta(self.eta_path).version if self.eta_path.exists() else None
+            _write_json(self.root / "forgotten" / f"{utcnow().strftime('%Y%m%dT%H%M%S%f')}.json",
+                        {"entries": sorted(dropped), "base_version": before, "new_version": after,
+                         "at": utcnow().isoformat()})
+        return sorted(dropped)
+
+    def _scrub(self, path: Path, ledger: object, pending: bool) -> set[str]:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        rev = raw.get("revision", raw)
+        gone: set[str] = set()
+        ops = []
+        for op in rev.get("ops", []):
+            if op.get("op") == "add_experience":
+                entries = [ExperienceEntry.model_validate(e) for e in op.get("entries", [])]
+                kept, dropped = forget(entries, ledger)
+                gone.update(dropped)
+                if not kept:
+                    continue
+                op = {**op, "entries": [e.model_dump(mode="json") for e in kept]}
+            ops.append(op)
+        if not gone:
+            return gone
+        if pending and not ops:
+            path.unlink()
+            return gone
+        rev["ops"] = ops
+        _write_json(path, raw)
+        return gone
