@@ -66,7 +66,8 @@ class SlotInfo(_Model):
     Attributes:
         name: the slot's name (``contact``, ``id``; unique within the entry).
         source: ``request`` (a value the user's words held), ``result`` (an earlier call's
-            result), ``memory`` (a recalled memory).
+            result), ``memory`` (what was shown with the request: recalled memories, the
+            device clock, earlier conversation).
         call: for ``result``: the index, in ``calls``, of the call whose result held it.
         path: for ``result``: the field path in that result's data (``items.0.id``).
     """
@@ -393,7 +394,7 @@ def _slot_note(entry: ExperienceEntry) -> str:
         if s.source == "result" and s.call is not None:
             parts.append(f"<{s.name}> from the result of call {s.call + 1}" + (f" ({s.path})" if s.path else ""))
         elif s.source == "memory":
-            parts.append(f"<{s.name}> from the user's memories")
+            parts.append(f"<{s.name}> from what was shown with the request")
     return "; ".join(parts)
 
 

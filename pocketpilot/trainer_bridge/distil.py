@@ -95,12 +95,24 @@ def _allowed(spec: ToolSpec | None, arg: str) -> list[Any]:
     return values
 
 
+def _forms(value: Any) -> list[str]:
+    """How ``value`` may be written in text: a float that is whole also as an integer (``5.0``, ``5``)."""
+    if isinstance(value, float) and value.is_integer():
+        return [str(value), str(int(value))]
+    return [str(value)]
+
+
+def _pattern(text: str) -> re.Pattern[str]:
+    """``text`` as a whole word or phrase (a value "on" is not the "on" inside "convert")."""
+    return re.compile(rf"(?<![\w.]){re.escape(text)}(?![\w])", re.IGNORECASE)
+
+
 def _in_text(value: Any, text: str) -> bool:
     if isinstance(value, bool) or value is None:
         return False
     if isinstance(value, (int, float)):
-        return re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text) is not None
-    return isinstance(value, str) and len(value.strip()) >= 2 and value.casefold() in text.casefold()
+        return any(_pattern(f).search(text) for f in _forms(value))
+    return isinstance(value, str) and len(value.strip()) >= 2 and _pattern(value.strip()).search(text) is not None
 
 
 class _Lifter:
@@ -165,7 +177,8 @@ class _Lifter:
     def template(self) -> str:
         text = self.request
         for name, value in sorted(self.request_values.items(), key=lambda kv: -len(str(kv[1]))):
-            text = re.sub(re.escape(str(value)), f"<{name}>", text, flags=re.IGNORECASE)
+            for form in _forms(value) if not isinstance(value, str) else [value.strip()]:
+                text = _pattern(form).sub(f"<{name}>", text)
         return redact_secrets(text)
 
 
@@ -196,13 +209,16 @@ def distil_episode(episode: Episode, *, owner: str | None = None, at: float | No
     calls: list[WorkflowCall] = []
     recoveries: list[Recovery] = []
     pending: dict[str, str] = {}  # tool -> code of its latest failure not yet got past
-    for _index, call, result in episode.tool_calls():
+    lifted: dict[tuple[int, int], WorkflowCall] = {}  # (step, call) -> the workflow's form of it
+    seen: dict[int, int] = {}
+    for index, call, result in episode.tool_calls():
+        position = seen[index] = seen.get(index, -1) + 1
         if result is None:
             continue
         if not result.ok:
             pending[call.name] = _code(result)
             continue
-        done = lifter.call(call.name, call.arguments)
+        done = lifted[(index, position)] = lifter.call(call.name, call.arguments)
         calls.append(done)
         lifter.results.append(result.data)
         if call.name in pending:
@@ -216,7 +232,10 @@ def distil_episode(episode: Episode, *, owner: str | None = None, at: float | No
         if not all(r.ok for r in after.results):
             continue
         last_call, last_result = before.action.calls[-1], before.results[-1]
-        action = [lifter.call(c.name, c.arguments) for c in after.action.calls]
+        # the workflow's forms: lifting again would read results that came later
+        action = [lifted[(after.index, i)] for i in range(len(after.action.calls)) if (after.index, i) in lifted]
+        if not action:
+            continue
         steps.append(StepCase(tool=last_call.name, code=_code(last_result), action=action))
     template = lifter.template()
     personal = Redactor().redact(template).changed or bool(find_pii(template))

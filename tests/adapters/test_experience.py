@@ -87,6 +87,8 @@ def test_recovery_and_step_cases_are_kept() -> None:
     entry = distil_episode(message_episode("Dana", "late", "c9", recover=True))
     assert entry is not None
     assert [(r.tool, r.code) for r in entry.recoveries] == [("send_message", "not_found")]
+    # step cases reuse the workflow's forms: no slot is read from a result that came later
+    assert sorted(s.name for s in entry.slots) == ["body", "contact_id", "query"]
     cases = step_cases_for([entry], "send_message", "not_found")
     assert cases and cases[0].action[0].tool == "find_contact"
     hint = render_step_hint(cases[0])
@@ -195,3 +197,39 @@ def test_a_value_from_memory_is_a_slot_and_forget_drops_the_entry() -> None:
 
     kept, dropped = forget([entry], Ledger())
     assert kept == [] and dropped == [entry.id]
+
+
+def test_values_are_lifted_as_whole_words_and_whole_floats() -> None:
+    spec = ToolSpec(name="set_level", description="Set a level",
+                    parameters={"type": "object", "properties": {"mode": {"type": "string"}, "level": {"type": "number"}}})
+    ep = make_episode([{"calls": [("set_level", {"mode": "on", "level": 5.0})], "results": [ToolResult.success()]}],
+                      request="Convert the level to 5 and keep it going", verdict=PASS, tools=[spec], episode_id="w")
+    [entry] = distil([ep])
+    # "on" is only inside "Convert"/"going": not a request value; 5.0 is the request's "5"
+    assert entry.calls[0].arguments == {"mode": "on", "level": {SLOT_KEY: "level"}}
+    assert entry.request == "Convert the level to <level> and keep it going"
+
+
+class WordsEmbedder:
+    """A fake embedder that maps synonyms to the same axis (the hybrid path without a model)."""
+
+    name, dim = "fake", 3
+    AXES = {"text": 0, "message": 0, "sms": 0, "alarm": 1, "wake": 1, "weather": 2}
+
+    def embed(self, texts):
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                if w in self.AXES:
+                    out[i, self.AXES[w]] += 1
+            n = np.linalg.norm(out[i])
+            out[i] = out[i] / n if n else out[i]
+        return out
+
+
+def test_hybrid_retrieval_finds_a_paraphrase_bm25_misses() -> None:
+    msg = distil([message_episode("Dana", "late", "c1")])
+    assert retrieve(msg, "sms Omar") == []  # no shared word
+    assert [e.id for e in retrieve(msg, "sms Omar", embedder=WordsEmbedder())] == [msg[0].id]
