@@ -54,6 +54,10 @@ def show(eta_file: str, as_json: bool) -> None:
         click.echo(json.dumps({"eta_version": eta.version, "eta": eta.content()}, indent=1, sort_keys=True))
         return
     click.echo(f"η {eta.version}: {len(eta.tools)} tools, {len(eta.skills)} skills, {len(eta.notes)} notes")
+    if eta.experience:
+        state = "on" if eta.experience_config.enabled else "off"
+        click.echo(f"  experience: {len(eta.experience)} workflow(s) from "
+                   f"{sum(len(e.provenance) for e in eta.experience)} run(s), shown {state}")
     for name, s in sorted(eta.skills.items()):
         kinds = ", ".join(p["kind"] for p in s.preconditions) or "no preconditions"
         click.echo(f"  skill {name} v{s.version}: requires {s.requires or '-'}; {kinds}")
@@ -136,3 +140,52 @@ def approve(eta_file: str, revision_id: str, approver: str) -> None:
         _fail(exc)
         return
     click.echo(f"approved {revision_id}: η is now {new.version}")
+
+
+@adapter.command("learn")
+@click.argument("eta_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--approved", "approved", multiple=True, help="Episode id the user explicitly approved (repeatable).")
+@click.option("--owner", default=None, help="Whose deployment runs these are (default: bench runs, no owner).")
+@click.option("--id", "rev_id", default=None, help="Revision id (default: derived from the entries).")
+def learn(eta_file: str, traces: tuple[str, ...], approved: tuple[str, ...], owner: str | None,
+          rev_id: str | None) -> None:
+    """Distil verified runs (trace files or folders) into experience and propose it as a pending revision."""
+    from pathlib import Path
+
+    from ..adapters import RevisionStore, load_eta
+    from ..trainer_bridge.candidates import experience_candidate
+    from ..trainer_bridge.distil import distil, read_sources
+    from ._errors import CliError
+
+    paths = [p for t in traces for p in (read_sources(t) if Path(t).is_dir() else [Path(t)])]
+    if not paths:
+        raise CliError(f"no trace files (*.jsonl) in {', '.join(traces)}")
+    eta = load_eta(eta_file)
+    entries = distil(paths, approved=approved, owner=owner)
+    candidate = experience_candidate(eta, entries)
+    if candidate is None:
+        raise CliError(f"nothing new to learn from {len(paths)} trace(s): no verified run with a successful call "
+                       "that η does not hold already")
+    rev = candidate.revision if rev_id is None else candidate.revision.model_copy(update={"id": rev_id})
+    path = RevisionStore(eta_file).propose(rev)
+    click.echo(f"proposed {rev.id}: {len(entries)} workflow(s) from {len(paths)} trace(s) -> {path}")
+    click.echo(candidate.diff)
+
+
+@adapter.command("forget")
+@click.argument("eta_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--memory", "db", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The memory store whose deletions η must forget.")
+@click.option("--admin-token", envvar="POCKETPILOT_ADMIN_TOKEN", required=True, show_envvar=True)
+@click.option("--service-token", envvar="POCKETPILOT_SERVICE_TOKEN", required=True, show_envvar=True)
+def forget_cmd(eta_file: str, db: str, admin_token: str, service_token: str) -> None:
+    """Drop every experience entry a deleted memory survives in, from η, its history and its revisions."""
+    from ..adapters import RevisionStore
+    from ..memory import AccessPolicy, Caller, SqliteMemory
+
+    with SqliteMemory(db, AccessPolicy(service_token, admin_token)) as store:
+        ledger = store.deletion_ledger(Caller.admin(admin_token))
+    dropped = RevisionStore(eta_file).forget(ledger)
+    click.echo(f"forgot {len(dropped)} experience entr{'y' if len(dropped) == 1 else 'ies'}"
+               + (f": {', '.join(dropped)}" if dropped else ""))

@@ -119,3 +119,24 @@ def test_forget_keeps_what_no_deletion_touches(tmp_path: Path) -> None:
 
     kept, dropped = forget(entries, store.deletion_ledger(admin()))
     assert dropped == [] and kept == entries
+
+
+def test_the_cli_forgets_too(tmp_path: Path) -> None:
+    from _adv_memory_support import ADMIN, SERVICE
+    from click.testing import CliRunner
+
+    from pocketpilot.cli.main import cli
+
+    db = tmp_path / "mem.db"
+    with SqliteMemory(db, POLICY) as store:
+        m1 = store.write(svc("alice"), MemoryCandidate(content=SECRET_1, provenance=Provenance(source="user_statement"))).id
+        entries = distil(episodes(m1), owner="alice", at=time.time())
+        store.delete(admin("alice"), [m1])
+    base = Eta(tools={s.name: ToolEntry(description=s.description, parameters=s.parameters) for s in specs()},
+               experience=entries)
+    path = save_eta(base, tmp_path / "eta.json")
+    res = CliRunner().invoke(cli, ["adapter", "forget", str(path), "--memory", str(db), "--admin-token", ADMIN,
+                                   "--service-token", SERVICE])
+    assert res.exit_code == 0, res.output
+    assert "forgot 1 experience entry" in res.output
+    assert "heron" not in path.read_text(encoding="utf-8") and len(load_eta(path).experience) == 1

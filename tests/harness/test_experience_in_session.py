@@ -70,3 +70,35 @@ async def test_a_revised_tool_text_is_shown_in_place_of_the_tools_own(registry) 
     assert "Example: convert(value=3" in prompt(planner)
     plain = Eta(tools={s.name: ToolEntry(description=s.description, parameters=s.parameters) for s in registry.tools()})
     assert "tool_text" not in session_kwargs(plain, registry.tools(), request="convert 3 km")
+
+
+async def _pass(episode):
+    return PASS
+
+
+async def test_cli_learns_from_verified_traces_and_shows_it(registry, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from pocketpilot.adapters import load_eta, save_eta
+    from pocketpilot.cli.main import cli
+
+    good = {"kind": "tool_call", "calls": [{"name": "convert", "arguments": {"value": 42, "unit": "km"}}]}
+    await Session(ScriptedPlanner([good, FINISH]), registry, verifier=_pass, trace_dir=tmp_path / "t").run(
+        "convert 42 km to miles")
+    await Session(ScriptedPlanner([good, FINISH]), registry, trace_dir=tmp_path / "t").run("convert 42 km")  # no verdict
+    eta = Eta(tools={s.name: ToolEntry(description=s.description, parameters=s.parameters) for s in registry.tools()})
+    path = save_eta(eta, tmp_path / "eta.json")
+    runner = CliRunner()
+    res = runner.invoke(cli, ["adapter", "learn", str(path), str(tmp_path / "t"), "--id", "learn1"])
+    assert res.exit_code == 0, res.output
+    assert "+ experience exp-" in res.output and "convert <value> km to miles" in res.output
+    res = runner.invoke(cli, ["adapter", "approve", str(path), "learn1", "--by", "rev"])
+    assert res.exit_code == 0, res.output
+    learned = load_eta(path)
+    assert len(learned.experience) == 1 and len(learned.experience[0].provenance) == 1
+    assert "experience: 1 workflow(s) from 1 run(s), shown on" in runner.invoke(cli, ["adapter", "show", str(path)]).output
+    again = runner.invoke(cli, ["adapter", "learn", str(path), str(tmp_path / "t")])
+    assert again.exit_code == 2 and again.output.count("\n") == 1 and "nothing new" in again.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert runner.invoke(cli, ["adapter", "learn", str(path), str(empty)]).exit_code == 2
