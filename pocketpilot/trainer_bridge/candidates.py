@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..adapters import Eta, Revision, RevisionError, apply_revision, render_diff
 from ..adapters.experience import ExperienceEntry, call_text
 from ..adapters.revision import AddExperience, EvictExperience, RemovePolicy, SetToolText
+from ..contracts import Episode
 from ..policy_registry import registered
 from .diagnosis import ARGUMENT_CODES, Diagnosis
 from .diagnosis_revisions import propose_revisions
@@ -44,8 +45,10 @@ __all__ = [
     "combine",
     "eviction_candidates",
     "experience_candidate",
+    "experience_harm",
     "generate_candidates",
     "policy_off_candidates",
+    "shown_experience",
     "tool_text_candidates",
 ]
 
@@ -119,6 +122,31 @@ def experience_candidate(eta: Eta, entries: Sequence[ExperienceEntry]) -> Candid
     evidence = [{"episode_id": p, "entry": e.id} for e in new for p in e.provenance]
     return _make("experience", None, eta, [AddExperience(entries=new)],
                  f"{len(new)} workflow(s) from {len(evidence)} verified episode(s)", evidence)
+
+
+def shown_experience(episode: Episode) -> list[str]:
+    """Ids of the experience entries the run was shown (the header's ``experience_hints`` parameters)."""
+    return [i for p in episode.header.policies if p.get("name") == "experience_hints"
+            for i in p.get("params", {}).get("entries", [])]
+
+
+def experience_harm(before: Mapping[str, bool], after: Sequence[Episode]) -> dict[str, int]:
+    """Entry id → tasks lost minus tasks gained where the entry was shown, paired by task.
+
+    Args:
+        before: task id → passed under the η without the entries (or the previous η).
+        after: the episodes under the η with them (each names its task and the entries shown).
+    """
+    harm: dict[str, int] = defaultdict(int)
+    for episode in after:
+        task = episode.header.task_id
+        if task is None or task not in before:
+            continue
+        passed = bool(episode.verdict and episode.verdict.success)
+        delta = int(before[task] and not passed) - int(passed and not before[task])
+        for entry in shown_experience(episode):
+            harm[entry] += delta
+    return dict(harm)
 
 
 def eviction_candidates(eta: Eta, harm: Mapping[str, int], *, min_harm: int = 2) -> list[Candidate]:

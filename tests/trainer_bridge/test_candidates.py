@@ -100,3 +100,16 @@ def test_generate_and_combine() -> None:
     off = next(c for c in cands if c.kind == "policy_off")
     with pytest.raises(RevisionError, match="no policy"):
         combine(e, [off, off], "dup", "twice")  # the combined ops are rule-checked together
+
+
+def test_harm_is_measured_where_an_entry_was_shown() -> None:
+    from pocketpilot.trainer_bridge.candidates import experience_harm, shown_experience
+
+    def run(task: str, ok: bool, entries: list[str]):
+        ep = make_episode([], task_id=task, verdict=PASS if ok else FAILED, episode_id=task)
+        header = ep.header.model_copy(update={"policies": [{"name": "experience_hints", "params": {"entries": entries}}]})
+        return ep.model_copy(update={"header": header})
+
+    after = [run("t1", False, ["exp-aaaa"]), run("t2", False, ["exp-aaaa", "exp-bbbb"]), run("t3", True, ["exp-bbbb"])]
+    assert shown_experience(after[1]) == ["exp-aaaa", "exp-bbbb"]
+    assert experience_harm({"t1": True, "t2": True, "t3": False}, after) == {"exp-aaaa": 2, "exp-bbbb": 0}
