@@ -8,9 +8,13 @@
    rendered section's size in estimated prompt tokens (characters / 3.5; pass ``--model``
    to count with the planner's tokenizer).
 
+3. With ``--ab N --model M`` (N <= 5; it loads a model, so run it under
+   ``flock /work/runs/model.lock``): the first N evolve tasks, run by the real planner with
+   the default η and with the same η plus the distilled library, paired by task.
+
 Targets (issue 36): <= 30 ms per step and <= 800 prompt tokens by default.
 
-    python bench/bench_experience.py [--limit 40] [--model PATH.gguf]
+    python bench/bench_experience.py [--limit 40] [--model PATH.gguf] [--ab 5]
 """
 
 from __future__ import annotations
@@ -42,7 +46,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=40, help="dev tasks to run (oracle replays, no model)")
     ap.add_argument("--model", help="a GGUF whose tokenizer counts the tokens (run under flock /work/runs/model.lock)")
+    ap.add_argument("--ab", type=int, default=0, help="evolve tasks to run with and without experience (<= 5; needs --model)")
     args = ap.parse_args()
+    if args.ab and (args.ab > 5 or not args.model):
+        ap.error("--ab takes at most 5 tasks and needs --model")
     t0 = time.perf_counter()
     episodes = asyncio.run(_dev_episodes(args.limit))
     passed = [e for e in episodes if e.verdict and e.verdict.success]
@@ -51,6 +58,7 @@ def main() -> None:
     print(f"experience entries: {len(entries)} (merged from {sum(len(e.provenance) for e in entries)} runs); "
           f"shareable {sum(e.shareable for e in entries)}; with recoveries {sum(bool(e.recoveries) for e in entries)}")
     count = lambda text: len(text) / 3.5  # noqa: E731
+    planner = None
     if args.model:
         from pocketpilot.harness.planners import LlamaCppPlanner
 
@@ -84,6 +92,26 @@ def main() -> None:
               f"p95 {q[-1]:.2f} ms, max {max(times):.2f} ms (target <= 30 ms)")
     if tokens:
         print(f"examples section: median {statistics.median(tokens):.0f} tokens, max {max(tokens):.0f} (target <= 800)")
+    if args.ab and planner is not None:
+        asyncio.run(_ab(planner, kit, eta, args.ab))
+
+
+async def _ab(planner: object, kit: object, eta: Eta, n: int) -> None:
+    """The first ``n`` evolve tasks with the default η and with η plus experience, paired by task."""
+    from pocketpilot.evaluation.task_session import HarnessKit
+
+    learned = HarnessKit(kit.library, eta=eta)  # type: ignore[attr-defined]
+    wins = {"default": 0, "experience": 0}
+    for task in load_suite("evolve")[:n]:
+        row = []
+        for label, k in (("default", kit), ("experience", learned)):
+            t0 = time.perf_counter()
+            episode, _ = await run_task_session(task, planner, kit=k)  # type: ignore[arg-type]
+            ok = bool(episode.verdict and episode.verdict.success)
+            wins[label] += ok
+            row.append(f"{label} {'pass' if ok else 'FAIL'} ({len(episode.steps)} steps, {time.perf_counter() - t0:.0f}s)")
+        print(f"{task.id}: " + "; ".join(row))
+    print(f"evolve {n} tasks: default {wins['default']}/{n}, with experience {wins['experience']}/{n}")
 
 
 if __name__ == "__main__":
