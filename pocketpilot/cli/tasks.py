@@ -60,6 +60,34 @@ def generate_cmd(world_ref: str | None, templates_dir: str | None, count: int, s
     click.echo("not validated: " + (", ".join(f"{k} {v}" for k, v in sorted(gen.skipped.items())) or "none"))
 
 
+@tasks.command("generate-history")
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="Folder to write the tasks to (default: the bundled long-history folder).")
+@click.option("--seed", type=int, default=None, help="Same seed, same tasks (default: the bundled folder's).")
+@click.option("--tables", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="The data tables to draw from (default: the bundled ones).")
+def generate_history_cmd(out: str | None, seed: int | None, tables: str | None) -> None:
+    """Generate the long-history memory tasks: owners with hundreds of dated memories over months,
+    questions whose answer is one of them and actions that need a stated wish, beside superseded
+    facts and near-duplicates; every task is validated on the sandbox before it is written.
+    """
+    import time
+
+    from ..tasks.long_history import HISTORY_DIR, HISTORY_SEED, generate_history, load_tables, write_history
+
+    t0 = time.monotonic()
+    seed = HISTORY_SEED if seed is None else seed
+    gen = generate_history(seed=seed, tables=load_tables(tables) if tables else None)
+    target = Path(out) if out else HISTORY_DIR
+    write_history(gen, target, seed=seed)
+    for key, n in gen.manifest(seed)["by_split_kind"].items():
+        click.echo(f"  {key:18} {n}")
+    sizes = sorted(set(gen.manifest(seed)["memories_per_owner"].values()))
+    click.echo(f"wrote {len(gen.tasks)} task(s) to {target} in {time.monotonic() - t0:.1f}s "
+               f"(memories per owner: {', '.join(map(str, sizes))}; load average {os.getloadavg()[0]:.2f})")
+    click.echo("dropped by check: " + (", ".join(f"{k} {v}" for k, v in gen.dropped.items()) or "none"))
+
+
 @tasks.command("resample")
 @click.argument("reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--labels", type=click.Path(exists=True, dir_okay=False), default=None,
