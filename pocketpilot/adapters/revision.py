@@ -259,8 +259,10 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
             if not op.remove:
                 skills = sorted([*skills, op.skill])
             tools[op.tool] = tools[op.tool].model_copy(update={"skills": skills})
-    new = Eta(tools=tools, skills=eta.skills, notes=notes, policies=policies, offers=offers,
-              stop_words=sorted(stop_words), experience=experience, experience_config=experience_config)
+    # every other section of η (one a later feature adds included) carries over as it was
+    kept = {name: getattr(eta, name) for name in Eta.model_fields}
+    new = Eta(**{**kept, "tools": tools, "notes": notes, "policies": policies, "offers": offers,
+                 "stop_words": sorted(stop_words), "experience": experience, "experience_config": experience_config})
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new

@@ -233,3 +233,14 @@ def test_hybrid_retrieval_finds_a_paraphrase_bm25_misses() -> None:
     msg = distil([message_episode("Dana", "late", "c1")])
     assert retrieve(msg, "sms Omar") == []  # no shared word
     assert [e.id for e in retrieve(msg, "sms Omar", embedder=WordsEmbedder())] == [msg[0].id]
+
+
+def test_any_revision_keeps_the_sections_it_does_not_touch() -> None:
+    from pocketpilot.adapters import RoutingNote
+    from pocketpilot.adapters.revision import AddNote
+
+    eta = _eta().model_copy(update={"experience": distil([message_episode("Dana", "late", "c1")]),
+                                    "experience_config": ExperienceConfig(k=3)})
+    new = apply_revision(eta, Revision(id="n", base_version=eta.version, rationale="x",
+                                       ops=[AddNote(note=RoutingNote(id="n1", text="Be brief."))]))
+    assert new.experience == eta.experience and new.experience_config.k == 3
