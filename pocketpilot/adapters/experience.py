@@ -325,13 +325,16 @@ def retrieve(
     k: int = 2,
     embedder: Any | None = None,
     weights: FusionWeights | None = None,
+    min_relative: float = 0.5,
 ) -> list[ExperienceEntry]:
     """Pick up to ``k`` entries for ``request``: hybrid BM25 + cosine when an embedder is given, BM25 alone otherwise.
 
     Only entries usable for ``owner`` whose tools are all in ``tools`` (when given) compete;
     an entry that shares no word with the request and has no cosine above the fusion's floor
     is never shown (a worked example of another kind of request only misleads). The fused
-    list goes through MMR, so two entries of the same shape are not both shown.
+    list goes through MMR, so two entries of the same shape are not both shown; an entry whose
+    fused relevance is under ``min_relative`` of the best one's is left out (a weak second
+    example costs prompt tokens and may mislead).
     """
     have = set(tools) if tools is not None else None
     pool = [e for e in entries if usable_for(e, owner) and (have is None or set(e.tools) <= have)]
@@ -354,6 +357,7 @@ def retrieve(
     ranked = fuse(keyword, vector, meta, 0.0, FusionWeights(
         rrf=1.0, recency=0.0, importance=0.0, method=weights.method, vector_share=weights.vector_share,
         min_cosine=weights.min_cosine, mmr_lambda=weights.mmr_lambda))
+    ranked = [c for c in ranked if c.rrf >= min_relative * ranked[0].rrf] if ranked else []
     picked = mmr(ranked, k, weights.mmr_lambda, vectors=vecs, texts={i: _doc(pool[i]) for i in range(len(pool))})
     return [pool[c.rid] for c, _ in picked]
 
