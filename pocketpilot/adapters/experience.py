@@ -9,9 +9,9 @@ near-duplicates, retrieves a few per request and renders them under a token budg
 Values are slots. Every argument value that came from the request, from an earlier result or
 from a recalled memory is replaced by a named slot (``<contact>``); the example shows the
 slot, never the value, so the planner fills it from the current request and results. What is
-left as a literal is a value the tool's schema allows (an enum member, a boolean) or a value
-the run made up; an entry that kept such a value, or a request word that reads as personal
-data, is not ``shareable``: it is shown only to the owner it was learned from.
+left as a literal is a value the tool's schema declares (an enum member, a const) or a boolean;
+a value the run worked out itself is a slot too. An entry whose request reads as holding
+personal data is not ``shareable``: it is shown only to the owner it was learned from.
 
 Entries are η data (``Eta.experience``): versioned with η, shown by ``adapter diff``, added
 and evicted by reviewed revisions, and dropped by :func:`forget` when a memory they drew on is
@@ -67,13 +67,14 @@ class SlotInfo(_Model):
         name: the slot's name (``contact``, ``id``; unique within the entry).
         source: ``request`` (a value the user's words held), ``result`` (an earlier call's
             result), ``memory`` (what was shown with the request: recalled memories, the
-            device clock, earlier conversation).
+            device clock, earlier conversation), ``derived`` (the run worked it out: a time
+            from "7:30 pm", a message it composed).
         call: for ``result``: the index, in ``calls``, of the call whose result held it.
         path: for ``result``: the field path in that result's data (``items.0.id``).
     """
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
-    source: Literal["request", "result", "memory"]
+    source: Literal["request", "result", "memory", "derived"]
     call: int | None = None
     path: str | None = None
 
@@ -392,13 +393,27 @@ def call_text(call: WorkflowCall) -> str:
     return f"{call.tool}(" + ", ".join(f"{k}={_value_text(v)}" for k, v in call.arguments.items()) + ")"
 
 
+def _slot_refs(value: Any) -> Iterable[str]:
+    if isinstance(value, dict) and set(value) == {SLOT_KEY}:
+        yield str(value[SLOT_KEY])
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _slot_refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _slot_refs(v)
+
+
 def _slot_note(entry: ExperienceEntry) -> str:
+    used = {name for c in entry.calls for name in _slot_refs(c.arguments)}
     parts = []
-    for s in entry.slots:
+    for s in (s for s in entry.slots if s.name in used):
         if s.source == "result" and s.call is not None:
             parts.append(f"<{s.name}> from the result of call {s.call + 1}" + (f" ({s.path})" if s.path else ""))
         elif s.source == "memory":
             parts.append(f"<{s.name}> from what was shown with the request")
+        elif s.source == "derived":
+            parts.append(f"<{s.name}> worked out from the request")
     return "; ".join(parts)
 
 

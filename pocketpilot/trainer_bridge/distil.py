@@ -10,11 +10,13 @@ and how it ended → the calls that worked next). Near-duplicates then merge
 (:func:`pocketpilot.adapters.experience.merge`).
 
 Secrets are redacted as the trace exports redact them (:func:`pocketpilot.memory.redaction.redact_secrets`).
-A value a memory supplied is always a slot, never a literal: deleting the memory then leaves
-nothing of it in the entry but the entry's link to the memory's id (``memory_ids``), which
-:func:`pocketpilot.adapters.experience.forget` reads. An entry from an owner's deployment run
-is ``shareable`` only when no literal outside the tool's declared values is left and its
-request template holds no personal detail the memory redactor finds.
+Only the values a tool's schema declares (an enum member, a const) and booleans stay literal;
+every other value is a slot, the ones the run worked out itself (a time from "7:30 pm") too,
+so an example never carries a value of the run it came from. A value a memory supplied is
+thus a slot: deleting the memory leaves nothing of it in the entry but the entry's link to the
+memory's id (``memory_ids``), which :func:`pocketpilot.adapters.experience.forget` reads. An
+entry from an owner's deployment run is ``shareable`` only when its request template holds no
+personal detail the memory redactor or the curation's PII check finds.
 """
 
 from __future__ import annotations
@@ -125,7 +127,6 @@ class _Lifter:
         self.results: list[Any] = []
         """Data of the workflow's calls so far (a later value may come from one)."""
         self.request_values: dict[str, Any] = {}
-        self.owner_literals = 0
 
     def _new(self, arg: str, **info: Any) -> str:
         base = _NAME.sub("_", arg).strip("_")[:32] or "value"
@@ -160,11 +161,8 @@ class _Lifter:
                     break
         if name is None and any(_in_text(value, m) for m in self.memories):
             name = self._new(arg, source="memory")
-        if name is None:
-            if isinstance(value, str):
-                self.owner_literals += 1
-                return redact_secrets(value)
-            return value
+        if name is None:  # the run worked it out (a time from "7:30 pm"): still a slot, never the value
+            name = self._new(arg, source="derived")
         self.by_value[key] = name
         return {SLOT_KEY: name}
 
@@ -249,7 +247,7 @@ def distil_episode(episode: Episode, *, owner: str | None = None, at: float | No
         provenance=[episode.header.episode_id],
         memory_ids=memory_ids,
         owner=owner,
-        shareable=owner is None or (lifter.owner_literals == 0 and not personal),
+        shareable=owner is None or not personal,
         made_at=at if at is not None else now(),
     )
 

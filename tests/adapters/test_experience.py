@@ -100,9 +100,15 @@ def test_secrets_are_redacted_and_owner_literals_make_an_entry_private() -> None
                         "results": [ToolResult.success({"sent": True})]}],
                       request="Send the door code to c1", verdict=PASS, tools=SPECS, episode_id="p")
     [entry] = distil([ep], owner="alice")
-    assert "4921" not in json.dumps(entry.model_dump(mode="json"))
-    assert not entry.shareable
-    assert usable_for(entry, "alice") and not usable_for(entry, "bob")
+    assert "4921" not in json.dumps(entry.model_dump(mode="json"))  # a value the run composed is a slot
+    assert entry.calls[0].arguments["body"] == {SLOT_KEY: "body"} and entry.shareable
+    personal = make_episode([{"calls": [("send_message", {"contact_id": "c1", "body": "hi"})],
+                              "results": [ToolResult.success({"sent": True})]}],
+                            request="Say hi to c1 and cc ana.lopez@example.com", verdict=PASS, tools=SPECS, episode_id="p2")
+    [private] = distil([personal], owner="alice")
+    assert not private.shareable
+    assert usable_for(private, "alice") and not usable_for(private, "bob")
+    assert retrieve([private], "say hi to c2", owner="bob") == [] and retrieve([private], "say hi to c2", owner="alice")
     [bench] = distil([message_episode("Dana", "late", "c1")])
     assert bench.owner is None and usable_for(bench, "bob")
     [slotted] = distil([message_episode("Dana", "late", "c1", eid="q")], owner="alice")
@@ -206,7 +212,8 @@ def test_values_are_lifted_as_whole_words_and_whole_floats() -> None:
                       request="Convert the level to 5 and keep it going", verdict=PASS, tools=[spec], episode_id="w")
     [entry] = distil([ep])
     # "on" is only inside "Convert"/"going": not a request value; 5.0 is the request's "5"
-    assert entry.calls[0].arguments == {"mode": "on", "level": {SLOT_KEY: "level"}}
+    assert entry.calls[0].arguments == {"mode": {SLOT_KEY: "mode"}, "level": {SLOT_KEY: "level"}}
+    assert {s.name: s.source for s in entry.slots} == {"mode": "derived", "level": "request"}
     assert entry.request == "Convert the level to <level> and keep it going"
 
 

@@ -1,7 +1,7 @@
 """A deleted memory never survives inside an experience entry: attacked the way an attacker would look.
 
 The owner's memories reach distilled workflows two ways: a run was shown the memory (its id
-is in the trace) and a value came from it, or the planner copied its words into an argument.
+is in the trace) and learned from it, or the request itself repeated the memory's words.
 After the memories are deleted and the η store is told (``RevisionStore.forget``), the words
 are looked for everywhere an entry could keep them: the current η file, every η in its
 history, pending and approved revisions, the prompt a new session renders, and the trace
@@ -55,9 +55,9 @@ def episodes(m1: str) -> list:
         {"calls": [("send_message", {"to": "Bartholomew Quince", "body": "The spare key is under the blue heron statue"})],
          "results": [ToolResult.success({"sent": True})]},
     ], request="Tell my trainer where the spare key is", verdict=PASS, tools=s, episode_id="e1")
-    copied = make_episode([  # no memory step in the trace: the words were typed whole into a note
-        {"calls": [("share_note", {"text": f"{SECRET_2}, see you there"})], "results": [ToolResult.success({"shared": True})]},
-    ], request="Share where the boat is", verdict=PASS, tools=s, episode_id="e2")
+    copied = make_episode([  # no memory step in the trace: the request repeated the memory's words whole
+        {"calls": [("share_note", {"text": "see you there"})], "results": [ToolResult.success({"shared": True})]},
+    ], request=f"{SECRET_2}. Share a note saying see you there", verdict=PASS, tools=s, episode_id="e2")
     return [shown, copied]
 
 
@@ -81,8 +81,9 @@ async def test_deleted_memories_leave_no_trace_in_experience(tmp_path: Path) -> 
     learned = revisions.approve("learn", "reviewer")
     revisions.propose(Revision(id="more", base_version=learned.version, rationale="dev",
                                ops=[AddExperience(entries=[entries[1].model_copy(update={"provenance": ["e3"]})])]))
-    # without the deletion reaching η, the words are there to find
-    assert "heron" in files_text(eta_path.parent) and "Philippa" in files_text(eta_path.parent)
+    # argument values are slots (the memory's words never enter as values); the request kept its words
+    stored = files_text(eta_path.parent)
+    assert "heron" not in stored and "Philippa" in stored and entries[0].memory_ids == [m1]
 
     assert store.delete(admin("alice"), [m1, m2]) == 2
     ledger = store.deletion_ledger(admin())
@@ -139,4 +140,4 @@ def test_the_cli_forgets_too(tmp_path: Path) -> None:
                                    "--service-token", SERVICE])
     assert res.exit_code == 0, res.output
     assert "forgot 1 experience entry" in res.output
-    assert "heron" not in path.read_text(encoding="utf-8") and len(load_eta(path).experience) == 1
+    assert len(load_eta(path).experience) == 1 and entries[0].id not in path.read_text(encoding="utf-8")
