@@ -8,7 +8,7 @@ that import them from the harness.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,7 +31,9 @@ __all__ = [
     "PlanRequest",
     "Planner",
     "PlannerOutput",
+    "RunExposure",
     "SkillStore",
+    "ToolExposure",
     "ToolGate",
     "Verifier",
 ]
@@ -107,3 +109,31 @@ class Verifier(Protocol):
 def allowed_action(action: Action, kinds: Sequence[str]) -> bool:
     """Whether ``action`` is of a kind allowed in this step."""
     return action.kind in kinds
+
+
+class RunExposure(Protocol):
+    """One run's tool exposure (:class:`ToolExposure` started for a request)."""
+
+    more_tools: ToolSpec | None
+    """A read-only tool the harness answers itself by widening the set (None: not offered)."""
+
+    def expose(self, state: str, pinned: Iterable[str]) -> list[str]:
+        """The tools to show now, given the step's state (the last feedback) and the pinned tools."""
+        ...
+
+    def widen(self, query: str, shown: Iterable[str]) -> list[str]:
+        """Tools to add for the planner's ``query``, none of ``shown``."""
+        ...
+
+
+@runtime_checkable
+class ToolExposure(Protocol):
+    """Chooses, per step, which of the session's tools the planner sees (e.g. retrieval by the adapter).
+
+    It only narrows what is shown and offered to the grammar: a call of any tool it shows goes
+    through the same policies, gates and confirmation as before.
+    """
+
+    def start(self, specs: Sequence[ToolSpec], request: str, evidence: Sequence[str]) -> RunExposure:
+        """The exposure of one run over ``specs`` for ``request`` and the evidence shown with it."""
+        ...

@@ -54,6 +54,8 @@ class Run:
         request_msg = ChatMessage(role="user", content=self.state.request, section="request")
         prefix, prefix_notices = self.state.prefix()
         for index in range(self.state.cfg.max_steps):
+            if index and self.state.refresh_exposure():  # the tools shown for this step changed
+                prefix, prefix_notices = self.state.prefix()
             outcome = await self._step(index, prefix, prefix_notices if index == 0 else [], request_msg)
             if isinstance(outcome, FollowUps):
                 outcome = await self._harness_step(outcome.calls, index) or Continue(outcome.prefix_changed)
@@ -172,8 +174,15 @@ class Run:
                                       error=str(exc) if exc else None, error_type=type(exc).__name__ if exc else None))
 
         return await run_batch(action, policies=self.state.policies, tools=self.state.tools, run=self.state,
-                               execute=lambda call, i: self.deps.executor.call(call), started=started, ended=ended,
+                               execute=lambda call, i: self._execute(call), started=started, ended=ended,
                                said=self.state.harness_said)
+
+    async def _execute(self, call: ToolCall) -> ToolResult:
+        """The executor's call, or the harness's own widening tool (decided by the policies like any call)."""
+        more = self.state.exposure.more_tools if self.state.exposure is not None else None
+        if more is not None and call.name == more.name:
+            return self.state.widen(str(call.arguments.get("query", "")))
+        return await self.deps.executor.call(call)
 
     async def _harness_step(self, calls: list[ToolCall], index: int) -> Stopped | None:
         """Run held calls in a step of their own, recorded like any step but with no planner turn."""
@@ -215,7 +224,7 @@ class Run:
         self.state.emit(DelegateStarted(episode_id=eid, step=step, call_id=call_id, action=action))
         try:
             state = self.state
-            routed = await actions.delegate(action, lambda a: self.deps.spawn_child(a, state.tools, state.gates, state.steps),
+            routed = await actions.delegate(action, lambda a: self.deps.spawn_child(a, state.delegable(), state.gates, state.steps),
                                             episode_id=eid, step=step)
         except Exception as exc:
             self.state.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))

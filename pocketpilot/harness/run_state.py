@@ -12,14 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..contracts import ChatMessage, Delegate, EpisodeHeader, Notice, Step, StopReason, ToolCall, ToolResult, ToolSpec
+from ..contracts import (
+    ChatMessage, Delegate, EpisodeHeader, Notice, Step, StopReason, ToolCall, ToolCallAction, ToolResult, ToolSpec,
+)
 from ..errors import UsageError
 from ..executor.effects import ClassifiesEffects
 from ..memory.base import DescribesRetrieval
 from ..skills.base import LoadedSkillView, ToolGate
 from ..tracing.trace import TraceWriter
 from .actions import SubAgent
-from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, SkillStore, Verifier
+from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, RunExposure, SkillStore, ToolExposure, Verifier
 from .config import HarnessConfig
 from .context import ContextAssembler
 from .observer import RunEvent, RunObserver
@@ -73,6 +75,8 @@ class RunSetup:
     depth: int = 0
     parent_step: int | None = None
     trace_dir: Path | None = None
+    exposure: ToolExposure | None = None
+    """Chooses the tools shown at each step (None: every tool in ``tools``, always)."""
 
 
 class RunState:
@@ -82,6 +86,13 @@ class RunState:
                  turn: int = 0) -> None:
         self.deps, self.setup, self.request, self.cfg = deps, setup, request, setup.config
         self.tools: dict[str, ToolSpec] = dict(setup.tools)
+        self.universe: dict[str, ToolSpec] = dict(setup.tools)
+        """Every tool the run may show (``tools`` is what it shows now: all of them without an exposure)."""
+        self.pinned: list[str] = []
+        """Tools an exposure keeps showing whatever it retrieves: widened to, or exposed by a skill."""
+        self.exposure: RunExposure | None = None
+        if setup.exposure is not None:
+            self.exposure = setup.exposure.start(list(self.universe.values()), request, setup.evidence)
         self.loaded_skills: list[str] = []
         self.gates: list[ToolGate] = list(setup.gates)
         self.guidance = list(setup.guidance)
@@ -97,6 +108,7 @@ class RunState:
         self.preamble = [*setup.prior, *earlier, *self._evidence()]
         self.history: list[list[ChatMessage]] = []
         self.steps: list[Step] = []
+        self.refresh_exposure()  # the first step's tools (the header records them)
         self.parse_failures = self.tokens = 0
         self.harness_said: set[str] = set()
         self.stop_reason: StopReason = "max_steps"
@@ -208,7 +220,43 @@ class RunState:
         exposed = {t.name: t for t in self.deps.executor.tools()}
         added = [n for n in skill.exposes if n in exposed and n not in self.tools]
         self.tools.update((n, exposed[n]) for n in added)
+        if self.exposure is not None:  # a loaded skill's tools stay shown, whatever retrieval ranks
+            self.universe.update((n, exposed[n]) for n in skill.exposes if n in exposed)
+            self.pinned += [n for n in skill.exposes if n in exposed and n not in self.pinned]
         return added
+
+    # ------------------------------------------------------------------ tool exposure
+
+    def refresh_exposure(self) -> bool:
+        """Ask the exposure which tools to show for this step; True when the set changed (a new prefix).
+
+        The state is the last step's feedback; the tools called in the run so far stay shown.
+        """
+        if self.exposure is None:
+            return False
+        used = [c.name for s in self.steps if isinstance(s.action, ToolCallAction) for c in s.action.calls]
+        state = self.history[-1][-1].content if self.history else ""
+        more = self.exposure.more_tools
+        names = self.exposure.expose(state, [*self.pinned, *(n for n in used if n not in self.pinned)])
+        tools = {n: self.universe[n] for n in names if n in self.universe}
+        if more is not None:
+            tools[more.name] = more
+        changed = list(tools) != list(self.tools)
+        self.tools = tools
+        return changed
+
+    def widen(self, query: str) -> ToolResult:
+        """Answer the exposure's ``more_tools`` call: the tools added, shown from the next step on."""
+        assert self.exposure is not None
+        added = [n for n in self.exposure.widen(query, self.tools) if n in self.universe]
+        self.pinned += [n for n in added if n not in self.pinned]
+        self.tools.update((n, self.universe[n]) for n in added)
+        return ToolResult.success({"added": [{"name": n, "description": self.universe[n].description} for n in added]})
+
+    def delegable(self) -> dict[str, ToolSpec]:
+        """The tools shown now that a sub-agent can be given (the harness's own widening tool is not one)."""
+        more = self.exposure.more_tools if self.exposure is not None else None
+        return {n: t for n, t in self.tools.items() if more is None or n != more.name}
 
     # ------------------------------------------------------------------ small helpers
 

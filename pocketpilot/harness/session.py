@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..contracts import ACTION_KINDS, ChatMessage, Delegate, Episode, Finish, Step, ToolCallAction, ToolSpec
 from ..errors import UsageError
-from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, SkillStore, ToolGate, Verifier
+from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, SkillStore, ToolExposure, ToolGate, Verifier
 from .config import HarnessConfig
 from .confirm import DenyAll
 from .loop import Run
@@ -77,8 +77,12 @@ class Session:
         observer: RunObserver | None = None,
         policies: Sequence[Policy] | None = None,
         tool_text: Mapping[str, str] | None = None,
+        tool_exposure: ToolExposure | None = None,
     ) -> None:
         self.planner = planner
+        self.tool_exposure = tool_exposure
+        """Chooses the tools each step shows, among ``tools`` (the adapter's retrieval); None: all, always.
+        Sub-agents get the tools their delegation names, with no exposure of their own."""
         self.policies = None if policies is None else list(policies)
         """The harness policies, in order (None: :func:`~pocketpilot.harness.policies.default_policies`).
         Each run gets fresh copies; gates and confirmation are always in force (``in_force``)."""
@@ -228,7 +232,7 @@ class Session:
             gate_history=tuple(self.gate_history), prior=tuple(self.prior), preloaded=tuple(self.preloaded),
             policies=None if self.policies is None else tuple(self.policies), task_id=self.task_id,
             eta_version=self.eta_version, parent_episode_id=self.parent_episode_id, depth=self.depth,
-            parent_step=self.parent_step, trace_dir=self.trace_dir,
+            parent_step=self.parent_step, trace_dir=self.trace_dir, exposure=self.tool_exposure,
         )
         state = RunState(deps, setup, request, earlier, turn=len(self.turns))
         if state.trace_path is not None:  # told to users as soon as the file is named, as before
