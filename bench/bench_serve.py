@@ -13,10 +13,14 @@
 3. Phones at once (``--phones N``, a real model): N sandbox phones driven through one service and
    one planner, first one after the other, then all at once. Reported: whether each run's actions
    are identical to the same request run alone (greedy), and the total wall time at once against
-   the sum of the runs alone (target <= 1.1x).
+   the sum of the runs alone (target <= 1.1x). The planner keeps ``--contexts`` llama.cpp contexts
+   over one copy of the weights (default: one per phone), so interleaved steps do not swap KV
+   states; ``--contexts 1`` measures the snapshot scheme instead. Also reported: how many
+   sequences were copied between contexts, spilled to snapshots and restored, and the load average.
 
     python bench/bench_serve.py [--steps 60] [--step-ms 25] [--clients 200] [--rps 20] [--seconds 60]
-                                [--phones 4 --model qwen2.5-coder-1.5b --threads N] [--only delay|idle|phones]
+                                [--phones 4 --model qwen2.5-coder-1.5b --threads N --contexts N]
+                                [--only delay|idle|phones]
 """
 
 from __future__ import annotations
@@ -186,7 +190,7 @@ async def idle_clients(clients: int, rps: float, seconds: float) -> dict[str, An
 REQUEST = "Turn on do not disturb and set the brightness to 40."
 
 
-async def phones(n: int, model: str, threads: int | None, max_steps: int) -> dict[str, Any]:
+async def phones(n: int, model: str, threads: int | None, max_steps: int, contexts: int | None = None) -> dict[str, Any]:
     """Figure 3: N phones through one service and one (greedy) planner, alone and at once."""
     import uvicorn
 
@@ -196,7 +200,8 @@ async def phones(n: int, model: str, threads: int | None, max_steps: int) -> dic
     from pocketpilot.serve import ServeConfig, create_app
 
     path, _ = ModelStore().resolve(model)
-    planner = LlamaCppPlanner(path, sampler=SamplerSettings(temperature=0.0, max_tokens=128), n_threads=threads)
+    planner = LlamaCppPlanner(path, sampler=SamplerSettings(temperature=0.0, max_tokens=128), n_threads=threads,
+                              contexts=contexts or n)
     with tempfile.TemporaryDirectory(prefix="pp-bench-serve-") as tmp:
         app = create_app(ServeConfig(trace_dir=Path(tmp)), lambda _model: planner, token=TOKEN)
         port = _free_port()
@@ -224,9 +229,12 @@ async def phones(n: int, model: str, threads: int | None, max_steps: int) -> dic
 
                 await one()  # load the model and warm the prefix once, outside both measurements
                 alone = [await one() for _ in range(n)]
+                pool = planner._contexts
+                before = (pool.copies, pool.spills, pool.restores) if pool is not None else (0, 0, 0)
                 t0 = time.perf_counter()
                 together = await asyncio.gather(*(one() for _ in range(n)))
                 at_once = time.perf_counter() - t0
+                after = (pool.copies, pool.spills, pool.restores) if pool is not None else (0, 0, 0)
         finally:
             server.should_exit = True
             await task
@@ -234,7 +242,11 @@ async def phones(n: int, model: str, threads: int | None, max_steps: int) -> dic
     sum_alone = sum(w for _, w in alone)
     return {"phones": n, "model": model, "identical_actions": [a == b for (a, _), (b, _) in zip(alone, together, strict=True)],
             "walls_alone_s": [round(w, 2) for _, w in alone], "sum_alone_s": round(sum_alone, 2),
-            "at_once_s": round(at_once, 2), "ratio": round(at_once / sum_alone, 3), "target_ratio": 1.1}
+            "at_once_s": round(at_once, 2), "ratio": round(at_once / sum_alone, 3), "target_ratio": 1.1,
+            "contexts": contexts or n, "at_once_kv": dict(zip(("copies", "spills", "restores"),
+                                                              (b - a for a, b in zip(before, after, strict=True)),
+                                                              strict=True)),
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
 def main() -> None:
@@ -248,6 +260,7 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--max-steps", type=int, default=6)
+    parser.add_argument("--contexts", type=int, default=None, help="llama.cpp contexts of the planner (default: --phones)")
     parser.add_argument("--only", choices=["delay", "idle", "phones"], default=None)
     args = parser.parse_args()
     result: dict[str, Any] = {}
@@ -256,7 +269,7 @@ def main() -> None:
     if args.only in (None, "idle"):
         result["idle_clients"] = asyncio.run(idle_clients(args.clients, args.rps, args.seconds))
     if args.only in (None, "phones"):
-        result["phones"] = asyncio.run(phones(args.phones, args.model, args.threads, args.max_steps))
+        result["phones"] = asyncio.run(phones(args.phones, args.model, args.threads, args.max_steps, args.contexts))
     print(json.dumps(result, indent=2))
 
 

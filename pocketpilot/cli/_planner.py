@@ -131,11 +131,12 @@ def _check_applicable(ctx: click.Context | None, endpoint: str | None) -> None:
 
 
 def build_planner(model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
-                  *, n_ctx: int | None = None) -> Planner:
+                  *, n_ctx: int | None = None, contexts: int = 1) -> Planner:
     """A planner from CLI flags; pulls a missing catalogue model when allowed.
 
     ``n_ctx``: the context window the tasks ask for (``TaskSpec.n_ctx``), used when ``--n-ctx``
-    is not on the command line (the flag wins; neither: its default).
+    is not on the command line (the flag wins; neither: its default). ``contexts``: llama.cpp
+    contexts kept over the in-process model's weights, one per conversation in flight (serve).
 
     Raises:
         UsageError: a flag given that cannot take effect (``--n-ctx`` with ``--endpoint``,
@@ -180,4 +181,5 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
         reproducible=bool(settings.get("reproducible")),
         sha256=entry.sha256 if entry else None,
         quant_type=entry.quant_type if entry else None,
+        contexts=contexts,
     )

@@ -33,14 +33,15 @@ class _Planners:
     """One planner per model name, shared by the sessions that ask for it (each keeps its own KV)."""
 
     def __init__(self, default: str, endpoint: str | None, temperature: float, max_new_tokens: int,
-                 ctx: click.Context) -> None:
-        self.default, self._endpoint = default, endpoint
+                 ctx: click.Context, contexts: int = 1) -> None:
+        self.default, self._endpoint, self._contexts = default, endpoint, contexts
         self._temperature, self._max_new_tokens, self._ctx = temperature, max_new_tokens, ctx
         self._built: dict[str, Any] = {}
 
     def build(self, model: str, pull: bool) -> Any:
         with self._ctx.scope(cleanup=False):  # the planner flags (--threads, --n-ctx...) live in the context
-            return build_planner(model, self._endpoint, self._temperature, self._max_new_tokens, pull)
+            return build_planner(model, self._endpoint, self._temperature, self._max_new_tokens, pull,
+                                 contexts=self._contexts)
 
     def preload(self, pull: bool) -> None:
         """Build the default model's planner now (pulling it once if allowed), before serving."""
@@ -77,9 +78,17 @@ class _Planners:
               help="A browser origin allowed to call the API (repeatable; none: CORS off).")
 @click.option("--max-body", type=click.IntRange(min=1024), default=64 * 1024, show_default=True,
               help="Largest request body in bytes.")
+@click.option("--idle-timeout", type=click.FloatRange(min=0), default=3600.0, show_default=True,
+              help="Seconds after which a session nobody called, streamed or ran anything in is closed "
+                   "(its run cancelled); 0: never.")
+@click.option("--events-in-memory", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Newest events a session keeps in memory; a reconnect from before them reads the trace.")
 @click.option("--mcp", "mcp_servers", multiple=True, metavar="NAME=CMD",
               help="An MCP server sessions may pick as their device by NAME (repeatable).")
 @click.option("--adb-port", type=int, default=None, help="adb server port for adb devices.")
+@click.option("--contexts", type=click.IntRange(min=1), default=4, show_default=True,
+              help="llama.cpp contexts kept over the model's weights: sessions up to this many keep their KV "
+                   "resident (each costs a KV cache of --n-ctx tokens); past it the least recent goes to disk.")
 @click.option("--eta", "eta_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="The harness configuration η sessions run under (a file from `pocketpilot adapter compile`; "
                    "default: the built-in one).")
@@ -91,8 +100,9 @@ class _Planners:
 @planner_options
 def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | None, insecure_lan: bool,
           token_file: str | None, trace_dir: str | None, confirm_timeout: float, cors_origins: Sequence[str],
-          max_body: int, mcp_servers: Sequence[str], adb_port: int | None, eta_file: str | None, script: str | None,
-          memory_db: str | None, model: str,
+          max_body: int, idle_timeout: float, events_in_memory: int, mcp_servers: Sequence[str],
+          adb_port: int | None, contexts: int, eta_file: str | None,
+          script: str | None, memory_db: str | None, model: str,
           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
     """Serve sessions on phones to companion apps over HTTP, with steps as Server-Sent Events."""
     _require_serve_extra()  # before anything of pocketpilot.serve is imported: it needs starlette
@@ -112,7 +122,7 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
         scripted(script)  # a bad script fails now
         planners = lambda _model: scripted(script)  # noqa: E731 - a fresh replay per session
     else:
-        planners = _Planners(model, endpoint, temperature, max_new_tokens, click.get_current_context())
+        planners = _Planners(model, endpoint, temperature, max_new_tokens, click.get_current_context(), contexts)
         planners.preload(pull)
     memory = _memory(memory_db)
 
@@ -122,6 +132,7 @@ def serve(host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | Non
 
     config = ServeConfig(trace_dir=Path(trace_dir) if trace_dir else pocketpilot_home() / "serve-traces",
                          confirm_timeout_s=confirm_timeout, max_body_bytes=max_body,
+                         idle_timeout_s=idle_timeout or None, events_in_memory=events_in_memory,
                          cors_origins=tuple(cors_origins),
                          default_model=f"script:{Path(script).name}" if script else model)
     app = create_app(config, planners, token=token, devices=DeviceOpener(servers, adb_port), memory=memory, kit=kit)

@@ -75,3 +75,42 @@ def test_snapshots_pick_the_longest_continuation_and_stay_bounded() -> None:
     finally:
         snaps.close()
     assert len(snaps) == 0
+
+
+def _actions(episodes) -> list[list[str]]:  # noqa: ANN001
+    return [[s.action.model_dump_json() for s in e.steps] for e in episodes]
+
+
+@pytest.mark.slow
+def test_sessions_in_contexts_of_their_own_act_as_they_do_alone(test_gguf: Path, tmp_path: Path) -> None:
+    """Four interleaved sessions, a context each over one model: greedy actions are each one's
+    alone, no step re-evaluates another's context, and no sequence goes through a snapshot."""
+    from pocketpilot.harness.planners.prefix_cache import PrefixCache
+
+    def planner(contexts: int) -> LlamaCppPlanner:
+        return LlamaCppPlanner(test_gguf, sampler=SamplerSettings(temperature=0.0, max_tokens=40), n_ctx=4096,
+                               prefix_cache=PrefixCache(tmp_path / "kv"), contexts=contexts)
+
+    async def alone() -> list:  # noqa: ANN202 - one planner, one session after the other
+        p = planner(1)
+        try:
+            return [(await _interleaved(p, [r]))[0] for r in REQUESTS]
+        finally:
+            await p.aclose()
+
+    async def together() -> tuple[list, tuple[int, int, int, int]]:
+        p = planner(4)
+        try:
+            episodes = await _interleaved(p, REQUESTS)
+            pool = p._contexts
+            assert pool is not None
+            return episodes, (len(pool), pool.copies, pool.spills, pool.restores)
+        finally:
+            await p.aclose()
+
+    expected = _actions(asyncio.run(alone()))
+    episodes, (resident, copies, spills, restores) = asyncio.run(together())
+    assert _actions(episodes) == expected
+    excess = _excess(episodes)
+    assert len(excess) >= 3 and max(excess) <= 32, excess
+    assert resident <= 4 and copies <= 3 and spills == 0 and restores == 0, (resident, copies, spills, restores)

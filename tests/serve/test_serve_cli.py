@@ -117,3 +117,36 @@ def test_serve_speaks_tls_when_given_a_certificate(tmp_path: Path) -> None:
         finally:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
+
+
+def test_serve_flags_reach_the_planner_and_the_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--contexts reaches the in-process planner; --idle-timeout and --events-in-memory the service
+    (no model loads, no socket opens: the planner and uvicorn are recorders)."""
+    import uvicorn
+    from click.testing import CliRunner
+
+    import pocketpilot.harness.planners as planners_module
+    from pocketpilot.cli.main import cli
+
+    made: list[dict] = []
+    served: list = []
+
+    class Recorder:
+        def __init__(self, path: Path, **kwargs: object) -> None:
+            made.append(kwargs)
+
+    monkeypatch.setattr(planners_module, "LlamaCppPlanner", Recorder)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app))
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\0" * 60)
+    base = ["serve", "--token-file", str(tmp_path / "token"), "--trace-dir", str(tmp_path / "t"), "--model", str(model),
+            "--no-pull"]
+    result = CliRunner().invoke(cli, [*base, "--contexts", "6", "--idle-timeout", "90", "--events-in-memory", "50"])
+    assert result.exit_code == 0, result.output
+    assert made[-1]["contexts"] == 6
+    config = served[-1].state.registry.config
+    assert config.idle_timeout_s == 90 and config.events_in_memory == 50
+    result = CliRunner().invoke(cli, [*base, "--idle-timeout", "0"])
+    assert result.exit_code == 0, result.output
+    assert made[-1]["contexts"] == 4 and served[-1].state.registry.config.idle_timeout_s is None
+    assert CliRunner().invoke(cli, [*base, "--contexts", "0"]).exit_code == 2

@@ -49,6 +49,7 @@ from ..action_schema import action_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
 from . import decoding, numerics, vocabulary
 from . import fast_forward as ff
+from .kv_contexts import KvContexts, fork_context
 from .kv_snapshots import KvSnapshots
 from .kv_snapshots import common_prefix as _common
 from .prefix_cache import PrefixCache, PrefixKey
@@ -116,6 +117,7 @@ class LlamaCppPlanner:
         fast_forward: bool | None = None,
         reproducible: bool = False,
         repack: bool = False,
+        contexts: int = 1,
     ) -> None:
         """``prefix_cache``: True for the default cache under ``$POCKETPILOT_HOME``, a
         :class:`PrefixCache`, or False/None to keep prefix states in memory only.
@@ -130,7 +132,12 @@ class LlamaCppPlanner:
         evaluated in the same order whatever ran before (slower steps on long histories).
         ``repack`` interleaves the weights at load for llama.cpp's faster K-quant kernels:
         a slower load, faster decoding, and batches no longer match one-token passes.
+        ``contexts``: the most llama.cpp contexts kept over the loaded weights, one per
+        conversation in flight (see :mod:`.kv_contexts`); 1 keeps one context and swaps other
+        conversations' sequences through snapshots. Each adds its KV cache (``n_ctx`` tokens).
         """
+        if contexts < 1:
+            raise UsageError(f"contexts must be at least 1, not {contexts}")
         if constraint is None:
             constraint = "llguidance" if llguidance_available() else "gbnf"
         if constraint not in ("gbnf", "llguidance"):
@@ -187,6 +194,9 @@ class LlamaCppPlanner:
         self._stop_now: threading.Event | None = None
         self._snapshots = KvSnapshots()
         """Other conversations' KV sequences, while this one's is live (several sessions, one model)."""
+        self.max_contexts = contexts
+        self._contexts: KvContexts | None = None
+        """The resident contexts over the loaded weights (made with the model)."""
 
     # ------------------------------------------------------------------ identity
 
@@ -245,6 +255,7 @@ class LlamaCppPlanner:
         if self._sha256 is None:
             self._sha256 = cached_sha256(self.model_path)
         self._llm = llm
+        self._contexts = self._context_pool(llm)
         logger.info("loaded %s (%s) in %.1fs", self.model_path.name, self._quant, time.monotonic() - t0)
 
     @staticmethod
@@ -307,7 +318,11 @@ class LlamaCppPlanner:
             async with self._gen_lock:
                 await self._tokenizer_built()  # it reads the old model's vocabulary in place
                 old = self._llm
+                if self._contexts is not None:
+                    self._contexts.close()  # the old model's other contexts go before it
+                self._snapshots.close()  # sequences of the old weights are no KV of the new ones
                 self._llm, self._formatter, self._kwargs = llm, formatter, kwargs
+                self._contexts = self._context_pool(llm)
                 self.model_path = new_path
                 self._sha256, self._quant = sha256, quant_type or quant_type_name(llm.metadata)
                 self._grammars.clear()  # grammars were checked against the previous vocabulary
@@ -468,15 +483,31 @@ class LlamaCppPlanner:
                 logger.warning("could not save the prefix state: %s", exc)
         return n, "evaluated", time.monotonic() - t0, splits
 
+    def _context_pool(self, llm: Any) -> KvContexts:
+        return KvContexts(
+            llm, self.max_contexts, self._snapshots,
+            tokens=lambda c: c.input_ids[: c.n_tokens].tolist(), dump=_dump,
+            load=_restore, fork=lambda: fork_context(llm), close=lambda c: c.close(),
+        )
+
     def _generate_sync(self, prompt: str, grammar: Any, stop: threading.Event,
                        prefix_text: str | None = None) -> PlannerTurn:
         """One generation; ``stop`` also aborts prompt processing mid-batch (llama.cpp's abort callback)."""
         llm = self._llm
+        tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        if len(tokens) + self.sampler.max_tokens > llm.n_ctx():
+            raise PlannerBackendError(
+                f"prompt of {len(tokens)} tokens plus max_tokens={self.sampler.max_tokens} does not fit"
+                f" n_ctx={llm.n_ctx()} (raise n_ctx, e.g. --n-ctx 16384)"
+            )
+        if not self.reproducible and self._contexts is not None:
+            # the context whose sequence this prompt continues (another conversation's stays resident)
+            llm = self._contexts.acquire(tokens)
         self._install_abort(llm)
         self._stop_now = stop
         t0 = time.monotonic()
         try:
-            return self._generate_inner(llm, prompt, grammar, stop, prefix_text)
+            return self._generate_inner(llm, tokens, grammar, stop, prefix_text)
         except RuntimeError as exc:
             if not stop.is_set():
                 raise PlannerBackendError(f"llama.cpp failed: {exc}") from exc
@@ -488,18 +519,6 @@ class LlamaCppPlanner:
             return PlannerTurn(raw="", finish_reason="cancelled", latency_s=time.monotonic() - t0)
         finally:
             self._stop_now = None
-
-    def _resume(self, llm: Any, tokens: list[int]) -> None:
-        """Keep the live sequence if this prompt leaves it, and bring back a saved one it continues."""
-        live_tokens = [int(t) for t in llm._input_ids[: llm.n_tokens]]
-        live = _common(live_tokens, tokens)
-        if len(live_tokens) - live > self._snapshots.min_gain:  # another conversation's context: keep it
-            self._snapshots.save(live_tokens, _dump(llm))
-        best = self._snapshots.best(tokens, live)
-        if best is not None:
-            key, saved = best
-            if not _restore(llm, self._snapshots.payload(key), list(saved)):
-                llm.n_tokens = 0
 
     def _install_abort(self, llm: Any) -> None:
         """Let a cancelled step stop prompt processing, not only sampling (checked per graph node)."""
@@ -515,19 +534,10 @@ class LlamaCppPlanner:
         llama_cpp.llama_set_abort_callback(llm._ctx.ctx, callback, None)
         llm._pp_abort = callback  # kept alive as long as the context that calls it
 
-    def _generate_inner(self, llm: Any, prompt: str, grammar: Any, stop: threading.Event,
+    def _generate_inner(self, llm: Any, tokens: list[int], grammar: Any, stop: threading.Event,
                         prefix_text: str | None) -> PlannerTurn:
-        s = self.sampler
-        tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        if len(tokens) + s.max_tokens > llm.n_ctx():
-            raise PlannerBackendError(
-                f"prompt of {len(tokens)} tokens plus max_tokens={s.max_tokens} does not fit n_ctx={llm.n_ctx()}"
-                " (raise n_ctx, e.g. --n-ctx 16384)"
-            )
         if self.constraint == "llguidance" and self._llg_tokenizer is None and self._llg_building is None:
             self._llg_building = self._build_tokenizer()  # see _build_tokenizer: built while the prompt evaluates
-        if not self.reproducible:
-            self._resume(llm, tokens)
         before = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
         prefix_n, prefix_how, prefix_s, splits = self._warm_prefix(llm, tokens, prefix_text)
         keep = _common(llm._input_ids[: llm.n_tokens], tokens[:-1])
@@ -610,6 +620,9 @@ class LlamaCppPlanner:
         async with self._gen_lock:
             await self._tokenizer_built()
             llm, self._llm = self._llm, None
+            contexts, self._contexts = self._contexts, None
+            if contexts is not None:
+                await asyncio.to_thread(contexts.close)
             self._snapshots.close()
             if llm is not None:
                 await asyncio.to_thread(llm.close)
