@@ -56,6 +56,7 @@ class Drafter:
         self.world, self.cat, self.pools = world, catalogue, pools
         self.specs = catalogue.specs
         self.phrasing = Phrasing(world, catalogue, pools)
+        self._ids: set[str] | None = None
         self._families: dict[str, Callable[[Template, random.Random], Any]] = {
             "single_call": self.single_call,
             "multi_step": self.multi_step,
@@ -111,6 +112,21 @@ class Drafter:
     def _exposed(self, *tools: str) -> list[str]:
         apps = {self.world.app_of(t) for t in tools}
         return [n for n in self.specs if self.world.app_of(n) in apps]
+
+    def _is_id(self, value: str) -> bool:
+        """Whether ``value`` is the id of a record of the world's state."""
+        if self._ids is None:
+            self._ids = set()
+            stack: list[Any] = [self.world.base()]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, dict):
+                    if isinstance(node.get("id"), str):
+                        self._ids.add(node["id"])
+                    stack.extend(node.values())
+                elif isinstance(node, list):
+                    stack.extend(node)
+        return value in self._ids
 
     # ------------------------------------------------------------------ phrasing
 
@@ -243,13 +259,18 @@ class Drafter:
                      self._exposed(a.tool, b.tool))
 
     def _leaf(self, data: Any, rng: random.Random, *, numbers_only: bool = False,
-              lists: bool = True) -> tuple[str, Any] | None:
+              lists: bool = True, ids: bool = True) -> tuple[str, Any] | None:
+        """A field of a read's result to ask about; ``ids=False``: none that holds a record's id
+        (a person asks for a place's hours, never for its id).
+        """
         node = data[0] if lists and isinstance(data, list) and data and isinstance(data[0], dict) else data
         if not isinstance(node, dict):
             return None
         leaves = [(k, v) for k, v in node.items()
                   if (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
                   or (not numbers_only and (isinstance(v, bool) or (isinstance(v, str) and 1 < len(v) <= 30)))]
+        if not ids:
+            leaves = [(k, v) for k, v in leaves if not (isinstance(v, str) and self._is_id(v))]
         return rng.choice(leaves) if leaves else None
 
     async def conditional(self, t: Template, rng: random.Random) -> Draft | None:
@@ -261,7 +282,7 @@ class Drafter:
         if leaf is None:
             return None
         key, v = leaf
-        name = label(key)
+        name = self.phrasing.field(key)
         d = rng.choice([5, 10, 15])
         if isinstance(v, bool):
             shown = v if branch else not v
@@ -280,7 +301,7 @@ class Drafter:
         w = self._probe(t, "action", rng, exclude=[r.tool])
         if w is None:
             return None
-        read_app = self.world.app_of(r.tool)
+        read_app = self.phrasing.app(self.world.app_of(r.tool))
         action = self.clause(w.tool, w.args, w.before, rng)
         goal = self.fmt(t.goal, rng, read_app=read_app, condition=condition, action=action)
         tools = self._exposed(r.tool, w.tool)
@@ -362,7 +383,7 @@ class Drafter:
         missing = [p for p in spec.parameters.get("required") or [] if props.get(p, {}).get("type") != "boolean"]
         if not missing:
             return None
-        app = self.world.app_of(tool)
+        app = self.phrasing.app(self.world.app_of(tool))
         goal = self.fmt(t.goal, rng, app=app, verb=verb(spec), verb_lc=lc(verb(spec)), noun=self.noun(tool))
         oracle = [{"ask_user": f"Which {label(missing[0])} should I use?"}]
         criteria = [{"kind": "stop", "reason": ["ask_user"]}, {"kind": "no_call", "tool": tool}, _unchanged([])]
@@ -466,7 +487,7 @@ class Drafter:
         crit, allow = criteria_from_changes(w.before, w.after, w.changes)
         oracle = [{"memory_search": occasion}, *self._with_observe([w.tool], [_call(w.tool, w.args)]),
                   {"finish": f"Done, as you like it for {occasion}: {action}."}]
-        goal = self.fmt(t.goal, rng, occasion=occasion, app=self.world.app_of(w.tool))
+        goal = self.fmt(t.goal, rng, occasion=occasion, app=self.phrasing.app(self.world.app_of(w.tool)))
         return Draft(goal, oracle, [*crit, *criteria_extra, _unchanged(allow)], self._exposed(w.tool), memory=memory)
 
     def _forbidden(self, tool: str, other: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
@@ -514,7 +535,7 @@ class Drafter:
         mine = w.args if w.tool == d.tool else {}
         criteria = [*kept, {"kind": "no_call", "tool": d.tool, "args": self._forbidden(d.tool, d.args, mine)}, *crit,
                     _unchanged(allow)]
-        apps = " and ".join(dict.fromkeys([self.world.app_of(d.tool), self.world.app_of(w.tool)]))
+        apps = " and ".join(dict.fromkeys(self.phrasing.app(self.world.app_of(x)) for x in (d.tool, w.tool)))
         return Draft(self.fmt(t.goal, rng, occasion=occasion, apps=apps), oracle, criteria, self._exposed(d.tool, w.tool),
                      initial_state=patch, memory=memory)
 
@@ -535,18 +556,35 @@ class Drafter:
         r = self._probe(t, "read", rng, writes=False)
         if r is None or (isinstance(r.data, list) and len(r.data) != 1):
             return None  # "the title" of a list of several says nothing about which one
-        leaf = self._leaf(r.data, rng)
+        leaf = self._leaf(r.data, rng, ids=False)
         if leaf is None or isinstance(leaf[1], bool):
             return None
         key, v = leaf
         read = self.clause(r.tool, r.args, r.before, rng)
-        if str(v).lower() in read.lower():
+        spec = self.specs[r.tool]
+        # a read of one record is a question about it ("what are FreshMart's hours?"), said by its name
+        subject = None
+        if spec.id_arg and set(r.args) == {spec.id_arg}:  # "the hours of X" says no other argument
+            subject = self.phrasing.record(r.tool, r.before, str(r.args[spec.id_arg]), self.noun(r.tool, r.args, r.before))
+        words = {"read": read, "key": self.phrasing.field(key)}
+        if not r.args:  # "check Maps" says which read only where the read takes no arguments
+            words["app"] = self.phrasing.app(self.world.app_of(r.tool))
+        if subject is not None:
+            words["subject"] = subject
+        goal = self.fmt(t.goal, rng, **words)
+        if states(v, goal):
             return None  # the request would hold its own answer
-        look = self._observe_call(r.tool, r.args) if self.specs[r.tool].id_arg else None
+        look = self._observe_call(r.tool, r.args) if spec.id_arg else None
         oracle = [*([look] if look else []), _call(r.tool, r.args), {"finish": f"The {label(key)} is {v}."}]
-        criteria = [{"kind": "call", "tool": r.tool, "args": r.args}, {"kind": "answer", "any_of": [str(v)]},
-                    _unchanged([])]
-        return Draft(self.fmt(t.goal, rng, read=read, key=label(key)), oracle, criteria, self._exposed(r.tool))
+        answer: dict[str, Any] = {"kind": "answer", "any_of": [str(v)]}
+        own = self.phrasing.words
+        form = own.value_forms.get(key)
+        if form is None and isinstance(v, (int, float)):
+            form = own.number_form
+        if form is not None:
+            answer["form"] = form.model_dump(exclude_defaults=True)
+        criteria = [{"kind": "call", "tool": r.tool, "args": r.args}, answer, _unchanged([])]
+        return Draft(goal, oracle, criteria, self._exposed(r.tool))
 
     async def handoff_read(self, t: Template, rng: random.Random) -> Draft | None:
         r = self._probe(t, "read", rng, writes=False)
@@ -568,7 +606,7 @@ class Drafter:
         before, after, _ = ran
         crit, allow = self._grounded(before, after)
         read = self.clause(r.tool, r.args, before, rng)
-        action = self.clause(w.tool, args, before, rng, omit=[ft]) + f", with the {label(key)} as the {label(ft)}"
+        action = self.clause(w.tool, args, before, rng, omit=[ft]) + f", with the {self.phrasing.field(key)} as the {label(ft)}"
         if states(v, read) or states(v, action):
             return None  # the request would hold what the helper is to find out
         delegate = {"instruction": cap(read) + ".", "tools": [r.tool],
@@ -577,7 +615,7 @@ class Drafter:
                   {"finish": f"The helper reported {v}; {action}."}]
         criteria = [*crit, {"kind": "delegated"}, {"kind": "order", "before": {"tool": r.tool}, "after": {"tool": w.tool}},
                     _unchanged(allow)]
-        return Draft(self.fmt(t.goal, rng, read=read, key=label(key), action=action), oracle, criteria,
+        return Draft(self.fmt(t.goal, rng, read=read, key=self.phrasing.field(key), action=action), oracle, criteria,
                      self._exposed(r.tool, w.tool))
 
     async def handoff_id(self, t: Template, rng: random.Random) -> Draft | None:

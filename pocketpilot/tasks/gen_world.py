@@ -24,6 +24,7 @@ from ..contracts import ToolCall, ToolResult, ToolSpec
 from ..errors import WorldError
 from ..executor.tools import ToolRegistry
 from .spec import WorldSpec
+from .words import WorldWords, load_words
 
 __all__ = ["GenWorld", "SandboxGenWorld", "UserGenWorld", "WorldRun", "load_gen_world", "merge_patch"]
 
@@ -91,6 +92,14 @@ class GenWorld(ABC):
         """The apps ``tools`` belong to (a task's ``domains``)."""
         return list(dict.fromkeys(self.app_of(t) for t in tools))
 
+    def app_label(self, app: str) -> str:
+        """How a person names ``app`` (its launcher label where the world declares one)."""
+        return app
+
+    def words(self) -> WorldWords:
+        """The world's own words for its tools, apps and fields (none: said from declarations)."""
+        return WorldWords()
+
     def apps(self) -> list[str]:
         """App names, in tool order."""
         return list(dict.fromkeys(self.app_of(t.name) for t in self.tools()))
@@ -118,6 +127,15 @@ class SandboxGenWorld(GenWorld):
 
     def app_of(self, tool: str) -> str:
         return self._phone.app_of(tool)
+
+    def app_label(self, app: str) -> str:
+        found = self._phone.apps.get(app)
+        return (found.label if found is not None else None) or app
+
+    def words(self) -> WorldWords:
+        from ..executor import sandbox
+
+        return load_words(Path(sandbox.__file__).parent / "words.yaml")
 
     def base(self) -> dict[str, Any]:
         return self._base

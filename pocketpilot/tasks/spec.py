@@ -71,6 +71,7 @@ from pydantic import (
 )
 
 from ..contracts import StopReason
+from .forms import ValueForm
 
 __all__ = [
     "ActionCountCriterion",
@@ -329,12 +330,16 @@ class StopCriterion(_Criterion):
 class AnswerCriterion(_Criterion):
     """The episode finished with a summary mentioning the answer.
 
-    Matching ignores case and thousands separators (``8,432`` matches ``8432``).
+    Matching ignores case and thousands separators (``8,432`` matches ``8432``). With a ``form``,
+    each value is matched in any of the form's declared equivalent forms ("07:00-22:00" as "7 am
+    to 10 pm", see :mod:`.forms`); without one, the match stays exact.
     """
 
     kind: Literal["answer"] = "answer"
     all_of: list[str] = Field(default_factory=list)
     any_of: list[str] = Field(default_factory=list)
+    form: ValueForm | None = None
+    """The kind of value answered and the forms it may be said in (None: exact text)."""
 
     @model_validator(mode="after")
     def _something(self) -> AnswerCriterion:

@@ -30,6 +30,7 @@ from ..contracts import (
 from ..executor.sandbox import MISSING, resolve_path
 from ..executor.sandbox.diff import diff_values
 from ..handoff import review_handoff
+from .forms import says_value
 from .spec import (
     ActionCountCriterion,
     ActionOrderCriterion,
@@ -279,8 +280,12 @@ def _answer(c: AnswerCriterion, episode: Episode) -> CriterionResult:
         kind = action.kind if action is not None else "nothing"
         return CriterionResult(name=name, passed=False, detail=f"the episode ended with {kind}, not finish")
     text = _normalize(action.summary)
-    missing = [s for s in c.all_of if _normalize(s) not in text]
-    any_ok = not c.any_of or any(_normalize(s) in text for s in c.any_of)
+
+    def said(value: str) -> bool:
+        return says_value(c.form, value, action.summary) if c.form is not None else _normalize(value) in text
+
+    missing = [s for s in c.all_of if not said(s)]
+    any_ok = not c.any_of or any(said(s) for s in c.any_of)
     if not missing and any_ok:
         return CriterionResult(name=name, passed=True, detail="found in the summary")
     why = f"missing {missing}" if missing else f"none of {c.any_of}"

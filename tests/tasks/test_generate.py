@@ -354,4 +354,9 @@ def test_an_ambiguity_task_asks_only_about_a_value_that_picks_a_record(world, ca
         call = next(iter(task["criteria"][1:2]))  # the tool the request names, which it must not call
         question = task["oracle"][-1]["ask_user"]
         word = re.match(r"Which (.+?) do you mean", question).group(1)
-        assert f'"{word}"' in task["goal"] and call["kind"] == "no_call"
+        # the request names only the shared word, never one of the records it could mean
+        # (quoted or not: the wording is the phrasing's)
+        names = re.split(r" or |, ", question.split(": ", 1)[1].rstrip("?"))
+        assert re.search(rf"(?<!\w){re.escape(word)}(?!\w)", task["goal"]), task["goal"]
+        assert not any(n in task["goal"] for n in names), (task["goal"], names)
+        assert call["kind"] == "no_call"

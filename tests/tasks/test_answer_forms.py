@@ -1,0 +1,122 @@
+"""An answer is judged as a person judges it: each declared equivalent form of the value passes,
+a wrong value still fails, and a criterion that declares no form keeps the exact match."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _task_episodes import make_episode
+from pydantic import TypeAdapter, ValidationError
+
+from pocketpilot.contracts import Finish
+from pocketpilot.executor.sandbox import default_state
+from pocketpilot.tasks import check_criterion
+from pocketpilot.tasks.forms import ValueForm, says_value
+from pocketpilot.tasks.spec import Criterion
+
+CRITERION: TypeAdapter[Criterion] = TypeAdapter(Criterion)
+STATE = default_state()
+
+HOURS = ValueForm(kind="time_range", all_day=["open 24 hours", "24/7", "all day"])
+DISTANCE = ValueForm(kind="quantity", units=["km", "kilometres", "kilometers"], tolerance=0.05)
+STEPS = ValueForm(kind="number", scales={"k": 1000, "thousand": 1000})
+TIME = ValueForm(kind="time")
+
+
+def judged(criterion: dict[str, Any], summary: str) -> bool:
+    episode = make_episode(Finish(summary=summary))
+    return check_criterion(CRITERION.validate_python(criterion), STATE, STATE, episode).passed
+
+
+@pytest.mark.parametrize("said", [
+    "It's open 09:00-17:00.", "Open 9:00-17:00", "9 am to 5 pm", "from 9am until 5pm", "9 to 5",
+    "between 9 a.m. and 5 p.m.", "09:00 – 17:00", "9.00-17.00",
+])
+def test_a_time_range_in_any_of_its_forms(said: str) -> None:
+    assert says_value(HOURS, "09:00-17:00", said)
+
+
+@pytest.mark.parametrize("said", ["9 am to 6 pm", "10 to 5", "8:00-17:00", "open 24 hours", "It closes at 17:00"])
+def test_another_time_range_fails(said: str) -> None:
+    assert not says_value(HOURS, "09:00-17:00", said)
+
+
+@pytest.mark.parametrize("said", ["open 24 hours", "It's open 24/7.", "00:00-23:59", "midnight to midnight",
+                                  "12 am to 11:59 pm"])
+def test_a_whole_day_in_any_of_its_forms(said: str) -> None:
+    assert says_value(HOURS, "00:00-23:59", said)
+
+
+def test_a_whole_day_phrase_needs_a_declaration() -> None:
+    assert not says_value(ValueForm(kind="time_range"), "00:00-23:59", "open 24 hours")
+
+
+@pytest.mark.parametrize("said", ["7:30 am", "07:30", "7:30", "at 7.30am"])
+def test_a_time_in_any_of_its_forms(said: str) -> None:
+    assert says_value(TIME, "07:30", said)
+
+
+@pytest.mark.parametrize("said", ["7:30 pm", "8:30 am", "there are 7 alarms"])
+def test_another_time_fails(said: str) -> None:
+    assert not says_value(TIME, "07:30", said)
+
+
+@pytest.mark.parametrize("said", ["1,200 steps", "1200", "1.2k steps", "1.2 thousand", "1200.0"])
+def test_a_number_in_any_declared_format(said: str) -> None:
+    assert says_value(STEPS, "1200", said)
+
+
+@pytest.mark.parametrize("said", ["1,300 steps", "12000", "1.3k", "11200", "a thousand and two hundred"])
+def test_another_number_fails(said: str) -> None:
+    assert not says_value(STEPS, "1200", said)
+
+
+def test_a_scale_counts_only_where_declared() -> None:
+    assert not says_value(ValueForm(kind="number"), "1200", "1.2k")
+
+
+@pytest.mark.parametrize("said", ["2.41 km", "2.41 kilometres away", "about 2.4 km", "It is 2.41."])
+def test_a_quantity_in_its_units_and_rounding(said: str) -> None:
+    assert says_value(DISTANCE, "2.41", said)
+
+
+@pytest.mark.parametrize("said", ["2.41 miles", "2.3 km", "24.1 km", "12.41 km"])
+def test_another_quantity_or_unit_fails(said: str) -> None:
+    assert not says_value(DISTANCE, "2.41", said)
+
+
+def test_a_number_form_reads_numbers_as_words_of_their_own() -> None:
+    # the exact match finds "80" inside "180"; a person, and the number form, do not
+    assert judged({"kind": "answer", "any_of": ["80"]}, "The battery is at 180%.")
+    assert not judged({"kind": "answer", "any_of": ["80"], "form": {"kind": "number"}}, "The battery is at 180%.")
+    assert judged({"kind": "answer", "any_of": ["80"], "form": {"kind": "number"}}, "The battery is at 80%.")
+
+
+def test_the_answer_criterion_uses_its_declared_form() -> None:
+    hours = {"kind": "answer", "any_of": ["07:00-22:00"], "form": {"kind": "time_range"}}
+    assert judged(hours, "FreshMart is open from 7 am to 10 pm.")
+    assert judged(hours, "Hours: 07:00-22:00")
+    assert not judged(hours, "FreshMart is open from 8 am to 10 pm.")
+    both = {"kind": "answer", "all_of": ["07:00-22:00", "08:00-20:00"], "form": {"kind": "time_range"}}
+    assert judged(both, "7am-10pm, and the other 8 to 8")
+    assert not judged(both, "7am-10pm")
+
+
+def test_without_a_form_the_match_stays_exact() -> None:
+    exact = {"kind": "answer", "any_of": ["07:00-22:00"]}
+    assert judged(exact, "Open 07:00-22:00.")
+    assert not judged(exact, "Open from 7 am to 10 pm.")
+    assert judged({"kind": "answer", "any_of": ["8432"]}, "8,432 steps")  # separators, as before
+
+
+def test_a_value_the_form_cannot_read_is_matched_exactly() -> None:
+    assert says_value(HOURS, "by appointment", "Only by appointment.")
+    assert not says_value(STEPS, "many", "a few")
+
+
+def test_an_unknown_form_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        CRITERION.validate_python({"kind": "answer", "any_of": ["1"], "form": {"kind": "colour"}})
+    with pytest.raises(ValidationError):
+        CRITERION.validate_python({"kind": "answer", "any_of": ["1"], "form": {"kind": "number", "tolerance": -1}})
