@@ -35,6 +35,7 @@ __all__ = [
     "AskUser",
     "ChatMessage",
     "CriterionResult",
+    "DecodePhase",
     "Delegate",
     "Effect",
     "Episode",
@@ -651,6 +652,19 @@ class EvalSettings(_Contract):
     """The weights were interleaved at load for llama.cpp's repacked K-quant kernels."""
     batch_invariant: bool = False
     """Small batches (fast-forward's) take the one-token kernels: their logits are bit-identical."""
+    flash_attn: bool = False
+    """llama.cpp's flash attention kernels (another summation order than the default's)."""
+    kv_type: str = "f16"
+    """The KV cache's element type (K and V): ``f16``, or a quantized ``q8_0``/``q4_0``."""
+    think_tokens: int = 0
+    """Think, then act: the most tokens of reasoning before the action (0: none)."""
+    choose_then_fill: bool = False
+    """A tool call decoded in two phases: the tools first, then their arguments."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave the decoding options out while off: settings without them dump as before they existed."""
+        return _without_defaults(handler(self), _EVAL_OPTIONS)
 
 
 class PlannerInfo(_Contract):
@@ -669,6 +683,18 @@ class PlannerInfo(_Contract):
     ``json_object_schema``, ``tool_choice``, ``json_object``, ``prompt``)."""
     eval: EvalSettings | None = None
     """In-process backends: the evaluation settings greedy decoding depends on."""
+
+
+class DecodePhase(_Contract):
+    """One constrained decode of a turn decoded in phases (think, then act; choose, then fill)."""
+
+    name: Literal["thought", "choice", "fill", "action"]
+    tokens: int = 0
+    """Tokens this phase produced (a delimiter the planner inserted before it not counted)."""
+    passes: int = 0
+    """Model passes, an inserted delimiter's included."""
+    decode_s: float = 0.0
+    finish: str = "stop"
 
 
 class PlannerTurn(_Contract):
@@ -705,6 +731,28 @@ class PlannerTurn(_Contract):
     token_logprobs: list[float] = Field(default_factory=list)
     finish_reason: str = "stop"
     latency_s: float = 0.0
+    thought: str | None = None
+    """The planner's short reasoning before its action (think, then act), when it wrote one."""
+    phases: list[DecodePhase] = Field(default_factory=list)
+    """The decodes of a turn decoded in phases, in order (empty: one decode of the whole action)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``thought`` and ``phases`` out when empty: a one-decode turn dumps as before they existed."""
+        return _without_defaults(handler(self), _TURN_PHASES)
+
+
+_EVAL_OPTIONS = {"flash_attn": False, "kv_type": "f16", "think_tokens": 0, "choose_then_fill": False}
+_TURN_PHASES: dict[str, Any] = {"thought": None, "phases": []}
+
+
+def _without_defaults(data: Any, defaults: Mapping[str, Any]) -> Any:
+    """``data`` (a model's dump) without the listed fields where they hold their default."""
+    if isinstance(data, dict):
+        for name, default in defaults.items():
+            if name in data and data[name] == default:
+                del data[name]
+    return data
 
 
 # --------------------------------------------------------------------------- episodes

@@ -21,6 +21,7 @@ from click.core import ParameterSource
 from ..contracts import SamplerSettings
 from ..errors import UsageError
 from ..harness import ContextBudget, Planner
+from ..harness.planners.numerics import KV_TYPES
 from ..harness.planners.openai_compat import OUTPUT_MODES
 from ..models.store import DEFAULT_MODEL, ModelStore
 from ._progress import pull_progress
@@ -28,7 +29,8 @@ from ._progress import pull_progress
 __all__ = ["budget_overrides", "build_planner", "context_budget", "planner_options"]
 
 _META = "pocketpilot.endpoint"
-_LOCAL_ONLY = ("threads", "n_ctx", "constraint", "fast_forward", "reproducible", "pull")
+_LOCAL_ONLY = ("threads", "n_ctx", "constraint", "fast_forward", "reproducible", "pull", "think_tokens",
+               "choose_then_fill", "flash_attn", "kv_type")
 """Flags of the in-process model: an --endpoint's server has its own (refused there, never ignored)."""
 _ENDPOINT_ONLY = ("api_key", "output_mode")
 
@@ -76,6 +78,19 @@ def planner_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--reproducible", is_flag=True, default=False, expose_value=False, callback=_keep,
                      help="Reuse only the stable prefix from the KV cache, so greedy output depends on the "
                           "prompt alone (slower steps on long histories)."),
+        click.option("--think-tokens", "think_tokens", type=int, default=0, show_default=True,
+                     expose_value=False, callback=_keep,
+                     help="Think, then act: a reasoning line of at most N tokens before each action, within "
+                          "--max-tokens (0: off)."),
+        click.option("--choose-then-fill/--one-shot", "choose_then_fill", default=False, show_default=True,
+                     expose_value=False, callback=_keep,
+                     help="Decode a tool call in two steps: its tools, then their arguments under each tool's schema."),
+        click.option("--flash-attn/--no-flash-attn", "flash_attn", default=False, show_default=True,
+                     expose_value=False, callback=_keep,
+                     help="llama.cpp's flash attention (cheaper deep in a long context; greedy output can differ)."),
+        click.option("--kv-type", "kv_type", type=click.Choice(tuple(KV_TYPES)), default="f16", show_default=True,
+                     expose_value=False, callback=_keep,
+                     help="KV cache type of the in-process model (quantized types need --flash-attn)."),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -179,6 +194,10 @@ def build_planner(model: str, endpoint: str | None, temperature: float, max_new_
         constraint=None if constraint == "auto" else constraint,
         fast_forward=settings.get("fast_forward"),
         reproducible=bool(settings.get("reproducible")),
+        think_tokens=settings.get("think_tokens") or 0,
+        choose_then_fill=bool(settings.get("choose_then_fill")),
+        flash_attn=bool(settings.get("flash_attn")),
+        kv_type=settings.get("kv_type") or "f16",
         sha256=entry.sha256 if entry else None,
         quant_type=entry.quant_type if entry else None,
         contexts=contexts,

@@ -9,6 +9,10 @@ into the generic union afterwards; the grammar only makes invalid output unreach
 A step may also split its tools into *batch groups*: every call of one batch comes from one
 group (``anyOf`` over one array per group). A policy uses it to keep calls apart that cannot
 sensibly run together (reads beside changes: calls of a batch run at the same time).
+
+*Choose, then fill* splits a tool call into two decodes: ``choice_json_schema`` lets the
+planner name the tools of a batch (or write any other action whole), and ``fill_json_schema``
+then holds the call to exactly those tools, each call's arguments under its own tool's schema.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from ..contracts import (
 from ..errors import ContractError, PlannerOutputError
 from ..models.grammar_schema import grammar_friendly
 
-__all__ = ["action_json_schema", "parse_action"]
+__all__ = ["action_json_schema", "choice_json_schema", "chosen_tools", "fill_json_schema", "parse_action"]
 
 _MODELS = {
     "memory_search": MemorySearch,
@@ -165,6 +169,95 @@ def action_json_schema(
     if defs:
         schema = {**schema, "$defs": defs}
     return schema
+
+
+def _choice_variant(tools: Sequence[ToolSpec], groups: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
+    """``{"kind":"tool_call","tools":[names]}``: which tools a batch calls, in call order, no arguments."""
+    names = [t.name for t in tools]
+    parts = [[n for n in g if n in names] for g in groups]
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        parts = [names]
+    arrays = [{"type": "array", "items": {"enum": p}, "minItems": 1, "maxItems": MAX_BATCH} for p in parts]
+    return {
+        "type": "object",
+        "properties": {"kind": {"const": "tool_call"}, "tools": arrays[0] if len(arrays) == 1 else {"anyOf": arrays}},
+        "required": ["kind", "tools"],
+        "additionalProperties": False,
+    }
+
+
+def choice_json_schema(
+    action_schema: dict[str, Any], tools: Sequence[ToolSpec], batch_groups: Sequence[Sequence[str]] = ()
+) -> dict[str, Any]:
+    """The first decode of *choose, then fill*: ``action_schema`` (a step's, from
+    :func:`action_json_schema`) with its tool call naming the tools only; other kinds stay whole.
+
+    The tool call's grammar holds no argument schema, so the choice among tools is not steered
+    by which tool's arguments are easiest to write; :func:`fill_json_schema` follows it.
+    """
+    variants = action_schema.get("oneOf", [action_schema])
+    if not tools or not any(_is_tool_call(v) for v in variants):
+        return action_schema
+    choice = _choice_variant(tools, batch_groups)
+    variants = [choice if _is_tool_call(v) else v for v in variants]
+    defs = _referenced(variants, action_schema.get("$defs", {}))  # the simple kinds' own; none of the calls'
+    out: dict[str, Any] = variants[0] if len(variants) == 1 else {"oneOf": variants}
+    return {**out, "$defs": defs} if defs else out
+
+
+def _is_tool_call(variant: dict[str, Any]) -> bool:
+    return variant.get("properties", {}).get("kind") == {"const": "tool_call"}
+
+
+def _referenced(node: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """The ``$defs`` entries ``node`` refers to, directly or through each other."""
+    keep: dict[str, Any] = {}
+    todo = [node]
+    while todo:
+        text = json.dumps(todo.pop())
+        for name in re.findall(r'"#/\$defs/([^"]+)"', text):
+            if name in defs and name not in keep:
+                keep[name] = defs[name]
+                todo.append(defs[name])
+    return keep
+
+
+def chosen_tools(raw: str) -> list[str] | None:
+    """The tool names a choice names, in call order; None when the choice is a whole action."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(data, dict) and data.get("kind") == "tool_call" and isinstance(data.get("tools"), list):
+        return [str(n) for n in data["tools"]]
+    return None
+
+
+def fill_json_schema(tools: Sequence[ToolSpec], chosen: Sequence[str], *, lengths: bool = False) -> dict[str, Any]:
+    """The second decode of *choose, then fill*: one call per chosen name, in that order, each
+    with its arguments under that tool's own schema (a tuple, so the names are forced).
+
+    Raises:
+        ContractError: a chosen name is not among ``tools``, or there are none or too many.
+    """
+    by_name = {t.name: t for t in tools}
+    unknown = [n for n in chosen if n not in by_name]
+    if unknown or not 1 <= len(chosen) <= MAX_BATCH:
+        raise ContractError(f"cannot fill a call to {list(chosen)}: {len(chosen)} tool(s), unknown {unknown}")
+    defs: dict[str, Any] = {}
+    items = _call_variants([by_name[n] for n in chosen], defs, lengths)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "kind": {"const": "tool_call"},
+            "calls": {"type": "array", "prefixItems": items, "items": False,
+                      "minItems": len(items), "maxItems": len(items)},
+        },
+        "required": ["kind", "calls"],
+        "additionalProperties": False,
+    }
+    return {**schema, "$defs": defs} if defs else schema
 
 
 def parse_action(

@@ -45,10 +45,11 @@ from ...contracts import EvalSettings, PlannerInfo, PlannerTurn, SamplerSettings
 from ...errors import ModelIntegrityError, PlannerBackendError, PlannerOutputError, UsageError
 from ...models.files import cached_sha256, quant_type_name
 from ...models.store import ModelStore, check_gguf_header
-from ..action_schema import action_json_schema, parse_action
+from ..action_schema import action_json_schema, choice_json_schema, fill_json_schema, parse_action
 from ..base import PlannerOutput, PlanRequest
 from . import decoding, numerics, vocabulary
 from . import fast_forward as ff
+from . import phases as ph
 from .kv_contexts import KvContexts, fork_context
 from .kv_snapshots import KvSnapshots
 from .kv_snapshots import common_prefix as _common
@@ -117,6 +118,10 @@ class LlamaCppPlanner:
         fast_forward: bool | None = None,
         reproducible: bool = False,
         repack: bool = False,
+        think_tokens: int = 0,
+        choose_then_fill: bool = False,
+        flash_attn: bool = False,
+        kv_type: str = "f16",
         contexts: int = 1,
     ) -> None:
         """``prefix_cache``: True for the default cache under ``$POCKETPILOT_HOME``, a
@@ -132,6 +137,12 @@ class LlamaCppPlanner:
         evaluated in the same order whatever ran before (slower steps on long histories).
         ``repack`` interleaves the weights at load for llama.cpp's faster K-quant kernels:
         a slower load, faster decoding, and batches no longer match one-token passes.
+        ``think_tokens`` > 0: think, then act, a reasoning line of at most that many tokens
+        before the action (within ``max_tokens``); ``choose_then_fill``: a tool call decoded as
+        its tools, then their arguments (see :mod:`.phases`; both off: one decode, as before).
+        ``flash_attn`` and ``kv_type`` (``f16``, ``q8_0``, ``q4_0``; quantized needs flash
+        attention): llama.cpp's attention kernels and KV cache type, cheaper deep in a long
+        context; greedy output can differ from the defaults'.
         ``contexts``: the most llama.cpp contexts kept over the loaded weights, one per
         conversation in flight (see :mod:`.kv_contexts`); 1 keeps one context and swaps other
         conversations' sequences through snapshots. Each adds its KV cache (``n_ctx`` tokens).
@@ -172,6 +183,21 @@ class LlamaCppPlanner:
         }
         if lora_path is not None:
             self._kwargs["lora_path"] = os.fspath(lora_path)
+        if kv_type not in numerics.KV_TYPES:
+            raise UsageError(f"kv_type must be one of {', '.join(numerics.KV_TYPES)}, not {kv_type!r}")
+        if kv_type != "f16" and not flash_attn:
+            raise UsageError(f"kv_type={kv_type} needs flash_attn (llama.cpp quantizes the V cache only under it)")
+        if flash_attn:
+            self._kwargs["flash_attn"] = True
+        if kv_type != "f16":
+            self._kwargs["type_k"] = self._kwargs["type_v"] = numerics.KV_TYPES[kv_type]
+        self.flash_attn, self.kv_type = flash_attn, kv_type
+        ph.check_think_budget(think_tokens, self.sampler.max_tokens, n_ctx)
+        self.think_tokens = think_tokens
+        """Think, then act: the most tokens of reasoning before the action (0: off); checked each step."""
+        self.choose_then_fill = choose_then_fill
+        """Choose, then fill: a tool call's tools, then their arguments, in two decodes."""
+        self._thought_grammars: dict[str, Any] = {}
         self._sha256 = sha256
         self._quant = quant_type
         self._llm: Any = None
@@ -230,6 +256,10 @@ class LlamaCppPlanner:
             reproducible=self.reproducible,
             repack=self.repack,
             batch_invariant=self.batch_invariant,
+            flash_attn=self.flash_attn,
+            kv_type=self.kv_type,
+            think_tokens=self.think_tokens,
+            choose_then_fill=self.choose_then_fill,
         )
 
     def count_tokens(self, text: str) -> int:
@@ -401,12 +431,16 @@ class LlamaCppPlanner:
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""
         await self.load()
+        if self.think_tokens or self.choose_then_fill:  # the phases' format lines in the system message
+            request = request.model_copy(update={"messages": ph.with_rules(
+                request.messages, think=self.think_tokens > 0, choose=self.choose_then_fill)})
         # llguidance compiles length bounds into its lexer: an over-long summary or argument is
         # then unreachable instead of rejected after decoding (and written again on retry)
         schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups,
                                     lengths=self.constraint == "llguidance")
         self.last_schema = schema
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
+        grammar = self._phased(request, schema, grammar)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
         stop = threading.Event()
@@ -423,10 +457,52 @@ class LlamaCppPlanner:
                 turn.raw, f"output cut at max_tokens={self.sampler.max_tokens} before the action was complete", turn
             )
         try:
-            action = parse_action(turn.raw, request.tools, request.kinds)
+            action = parse_action(ph.action_text(turn.raw) if turn.phases else turn.raw, request.tools, request.kinds)
         except PlannerOutputError as exc:
             raise PlannerOutputError(turn.raw, exc.reason, turn) from exc
         return PlannerOutput(action=action, turn=turn)
+
+    def _phased(self, request: PlanRequest, schema: dict[str, Any], grammar: Any) -> Any:
+        """The action's grammar, or with a phase on, the phased decode built around it (see :mod:`.phases`)."""
+        if not (self.think_tokens or self.choose_then_fill):
+            return grammar
+        ph.check_think_budget(self.think_tokens, self.sampler.max_tokens, self._kwargs["n_ctx"])
+        compile_grammar = self._grammar if self.constraint == "gbnf" else self._llg_grammar
+        fill: Callable[[list[str]], Any] | None = None
+        if self.choose_then_fill:
+            choice = choice_json_schema(schema, request.tools, request.batch_groups)
+            if choice is not schema:  # a tool call is possible in this step
+                grammar = compile_grammar(choice)
+                tools, lengths = list(request.tools), self.constraint == "llguidance"
+
+                def fill_grammar(names: list[str]) -> Any:
+                    return compile_grammar(fill_json_schema(tools, names, lengths=lengths))
+
+                fill = fill_grammar
+        return ph.PhasedDecode(
+            think_tokens=self.think_tokens,
+            thought_grammar=self._thought_grammar() if self.think_tokens else None,
+            action_grammar=grammar,
+            fill=fill,
+            sampler=self.sampler,
+            newline=self._llm.tokenize(b"\n", add_bos=False, special=False),
+        )
+
+    def _thought_grammar(self) -> Any:
+        """The thought line's grammar in this planner's engine (one per engine, built once)."""
+        grammar = self._thought_grammars.get(self.constraint)
+        if grammar is None:
+            if self.constraint == "gbnf":
+                from llama_cpp import LlamaGrammar
+
+                grammar = LlamaGrammar.from_string(ph.THOUGHT_GBNF, verbose=False)
+                self._check_grammar(grammar)
+            else:
+                import llguidance
+
+                grammar = llguidance.LLMatcher.grammar_from_regex(ph.THOUGHT_REGEX)
+            self._thought_grammars[self.constraint] = grammar
+        return grammar
 
     def _prefix_text(self, request: PlanRequest) -> str | None:
         """The rendered text of the stable prefix: everything before the first request message.
@@ -470,7 +546,8 @@ class LlamaCppPlanner:
         t0 = time.monotonic()
         key = None
         if self.prefix_cache is not None and self._sha256:
-            key = PrefixKey.of(self._sha256, llm.n_ctx(), llm.n_batch, numerics.build_id(repack=self.repack), prefix)
+            build = numerics.build_id(repack=self.repack, flash_attn=self.flash_attn, kv_type=self.kv_type)
+            key = PrefixKey.of(self._sha256, llm.n_ctx(), llm.n_batch, build, prefix)
             payload = self.prefix_cache.load(key)
             if payload is not None and _restore(llm, payload, prefix):
                 return n, "restored", time.monotonic() - t0, []
@@ -551,7 +628,11 @@ class LlamaCppPlanner:
         llm.n_tokens = keep
         splits += _eval_aligned(llm, tokens[:-1], keep)
         t_decode = time.monotonic()
-        if self.constraint == "gbnf":
+        thought, phases = None, []
+        if isinstance(grammar, ph.PhasedDecode):
+            result, phases, thought = grammar.decode(
+                llm, tokens, stop, self._decode_phase, lambda ids: llm.detokenize(ids).decode("utf-8", errors="replace"))
+        elif self.constraint == "gbnf":
             result = self._decode_gbnf(llm, tokens, grammar, stop)
         else:
             result = self._decode_llg(llm, tokens[-1], grammar, stop)
@@ -576,6 +657,8 @@ class LlamaCppPlanner:
             token_logprobs=result.logprobs,
             finish_reason=result.finish,
             latency_s=end - t0,
+            thought=thought,
+            phases=phases,
         )
 
     def _decode_gbnf(self, llm: Any, tokens: list[int], grammar: Any, stop: threading.Event) -> ff.DecodeResult:
@@ -584,6 +667,16 @@ class LlamaCppPlanner:
     def _decode_llg(self, llm: Any, first: int, grammar: str, stop: threading.Event) -> ff.DecodeResult:
         return decoding.decode_llg(
             llm, first, grammar, self._tokenizer_sync(), self.sampler, stop,
+            fast_forward=self.fast_forward, batch_invariant=self.batch_invariant, splits=self._splits,
+        )
+
+    def _decode_phase(self, llm: Any, context: list[int], grammar: Any, sampler: SamplerSettings,
+                      stop: threading.Event) -> ff.DecodeResult:
+        """One decode of a phased turn; the KV cache holds all of ``context`` but its last token."""
+        if self.constraint == "gbnf":
+            return decoding.decode_gbnf(llm, context, grammar, sampler, stop)
+        return decoding.decode_llg(
+            llm, context[-1], grammar, self._tokenizer_sync(), sampler, stop,
             fast_forward=self.fast_forward, batch_invariant=self.batch_invariant, splits=self._splits,
         )
 

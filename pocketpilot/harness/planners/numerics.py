@@ -25,10 +25,15 @@ import threading
 from collections.abc import Iterator
 from functools import cache
 
-__all__ = ["INVARIANT_BATCH", "batch_invariant", "build_id", "system_info", "weights_in_place"]
+__all__ = ["INVARIANT_BATCH", "KV_TYPES", "batch_invariant", "build_id", "system_info", "weights_in_place"]
 
 INVARIANT_BATCH = 7
 """The most rows a batch may have and still take the one-token kernels (tiled from 8)."""
+
+KV_TYPES = {"f16": 1, "q8_0": 8, "q4_0": 2}
+"""KV cache element types by name, as ggml numbers them (``GGML_TYPE_F16``, ``_Q8_0``, ``_Q4_0``).
+A quantized cache is smaller and reads faster deep in a long context; its values, and so
+greedy output, differ from ``f16``'s. llama.cpp quantizes the V cache only under flash attention."""
 
 _params_lock = threading.Lock()
 
@@ -46,14 +51,16 @@ def batch_invariant(*, repack: bool) -> bool:
     return not repack and "LLAMAFILE = 1" not in system_info()
 
 
-def build_id(*, repack: bool) -> str:
-    """The llama-cpp-python version, its build flags and the weight layout: what a KV state's
-    numbers depend on beyond the model and the tokens (a prefix-cache key part).
+def build_id(*, repack: bool, flash_attn: bool = False, kv_type: str = "f16") -> str:
+    """The llama-cpp-python version, its build flags, the weight layout and the attention kernels
+    and KV type: what a KV state's numbers depend on beyond the model and the tokens (a
+    prefix-cache key part; the defaults add nothing, so keys made before them still match).
     """
     import llama_cpp
 
     flags = hashlib.sha256(system_info().encode()).hexdigest()[:12]
-    return f"{llama_cpp.__version__}+{flags}{'+repack' if repack else ''}"
+    extra = ("+repack" if repack else "") + ("+fa" if flash_attn else "") + (f"+kv-{kv_type}" if kv_type != "f16" else "")
+    return f"{llama_cpp.__version__}+{flags}{extra}"
 
 
 @contextlib.contextmanager
