@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "release": "export:release",
     "review": "review:review",
     "diagnose": "diagnose:diagnose",
+    "evolve": "evolve:evolve",
     "devices": "devices:devices",
     "simphone": "devices:simphone",
     "checkpoint": "checkpoint:checkpoint",

@@ -24,6 +24,7 @@ import yaml
 from .catalogue import Catalogue
 from .families import Draft, Drafter
 from .gen_world import GenWorld
+from .split_index import SPLITS_KEY, split_index_of
 from .template import Template, TemplateSet, load_templates
 from .validate import CHECKS, validate_task
 
@@ -75,6 +76,8 @@ class Generation:
             "drops": {c: self.drops.get(c, 0) for c in CHECKS},
             "skipped": dict(self.skipped),
             "seconds": round(self.seconds, 2),
+            # which file is in which split, readable without opening a task (see tasks.split_index)
+            SPLITS_KEY: split_index_of(self.tasks),
         }
 
 

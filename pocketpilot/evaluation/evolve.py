@@ -1,0 +1,529 @@
+"""``pocketpilot evolve``: the harness learns from its own verified runs, judged on held-out evolve tasks.
+
+One iteration (the report's "AI for Harness" stage):
+
+1. run a dev sample under the current η (harness mode, the bench's own run);
+2. distil experience from the successes (a :class:`Distiller`) and diagnose the failures;
+3. propose candidate revisions of η (a :class:`Proposer`);
+4. measure each candidate, then the set of the ones that helped, on an evolve sample against
+   the current η, paired task by task, and apply the acceptance rule (:func:`accepts`);
+5. write the accepted ones as one pending η revision, the evidence in its rationale and in the
+   iteration's ``decision.json``;
+6. once it is approved (``pocketpilot adapter approve OUT/eta.json ID``, or ``--auto-approve``),
+   start the next iteration under the new η.
+
+**Acceptance rule.** A configuration is accepted against the current η when, on the same evolve
+tasks, the tasks it newly passes minus the tasks it newly fails is at least
+:data:`MIN_GAIN` (two), and no group has more than :data:`MAX_GROUP_LOSS` (one) task that
+passed under the current η and fails under it. A single candidate goes on to the set when it
+gains at least one task net and breaks the group rule nowhere; the set is accepted when it
+meets the rule, else the best single candidate that meets it on its own, else nothing.
+
+The loop reads only the dev and evolve splits: tasks are loaded through the folder's split
+index (:mod:`pocketpilot.tasks.split_index`), so no test-split file is ever opened. Its state
+lives in the output folder (:mod:`.evolve_state`): a killed run resumes at the episode it
+stopped at, on this machine or another.
+
+Proposers and distillers are small protocols so new sources of candidates (tool text from
+errors, experience libraries) plug in without touching the loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..adapters import Eta, EtaError, Revision, RevisionError, RevisionStore, apply_revision, load_eta, save_eta
+from ..contracts import Episode
+from ..errors import UsageError
+from ..harness import Planner
+from ..memory import Embedder
+from ..tasks import TaskSpec
+from ..tasks.split_index import load_split_tasks
+from ..tracing.trace import read_trace
+from .compare import TaskOutcome, run_task
+from .evolve_state import (
+    Candidate,
+    Decision,
+    EvolveSettings,
+    EvolveStateError,
+    IterationStart,
+    Paired,
+    Proposals,
+    Review,
+    StateFolder,
+)
+from .task_session import HarnessKit
+
+__all__ = [
+    "AUTO_APPROVER",
+    "MAX_GROUP_LOSS",
+    "MIN_GAIN",
+    "CandidateProposer",
+    "Distiller",
+    "EvolveLoop",
+    "EvolveResult",
+    "ExperienceDistiller",
+    "NoDistiller",
+    "PlannerFactory",
+    "Proposer",
+    "accepts",
+    "experience_size",
+    "stratified_sample",
+]
+
+logger = logging.getLogger(__name__)
+
+MIN_GAIN = 2
+"""Net evolve tasks a configuration must gain over the current η to be accepted."""
+MAX_GROUP_LOSS = 1
+"""Most tasks of any one group an accepted configuration may lose (pass before, fail after)."""
+AUTO_APPROVER = "pocketpilot evolve --auto-approve"
+
+PlannerFactory = Callable[[TaskSpec, Eta], Planner]
+"""A planner for one task under one η (the CLI returns its one loaded model every time)."""
+
+
+class Proposer(Protocol):
+    """Turns failed dev episodes (and the experience distilled from the successes) into candidate revisions."""
+
+    def propose(self, failures: Sequence[Episode], eta: Eta,
+                experience: Sequence[Any]) -> tuple[list[Candidate], list[str]]:
+        """Candidates against ``eta``, and a line per finding that gave none (for the report)."""
+        ...
+
+
+class Distiller(Protocol):
+    """Turns successful dev episodes into experience entries (η's worked examples)."""
+
+    def distil(self, successes: Sequence[Episode], eta: Eta) -> list[Any]:
+        """The entries distilled (near-duplicates merged)."""
+        ...
+
+
+class NoDistiller:
+    """Distils nothing (a loop run on revisions alone)."""
+
+    def distil(self, successes: Sequence[Episode], eta: Eta) -> list[Any]:
+        """No entries."""
+        return []
+
+
+class ExperienceDistiller:
+    """Workflows from the verified successes (:func:`pocketpilot.trainer_bridge.distil.distil`): bench runs
+    on dev, so no owner data is involved.
+    """
+
+    def distil(self, successes: Sequence[Episode], eta: Eta) -> list[Any]:
+        """Entries from the episodes that passed their verifier."""
+        from ..trainer_bridge.distil import distil
+
+        return distil(successes)
+
+
+class CandidateProposer:
+    """Every typed candidate the evidence supports (:func:`pocketpilot.trainer_bridge.candidates.generate_candidates`):
+    the experience library's new entries, tool text from argument errors, exposure and memory
+    notes from harness-side findings.
+
+    Args:
+        min_support: failed episodes a finding needs before it becomes a candidate.
+    """
+
+    def __init__(self, min_support: int = 2) -> None:
+        self.min_support = min_support
+
+    def propose(self, failures: Sequence[Episode], eta: Eta,
+                experience: Sequence[Any]) -> tuple[list[Candidate], list[str]]:
+        """Diagnose ``failures``; candidates from their findings and from ``experience``."""
+        from ..trainer_bridge.candidates import generate_candidates
+        from ..trainer_bridge.diagnosis import _catalogue, diagnose_many
+
+        # every tool a run could have had: the sandbox's, plus the worlds the tasks brought
+        known = sorted(_catalogue() | {t.name for ep in failures for t in ep.header.tools} | set(eta.tools))
+        diagnoses = [d for d in diagnose_many(failures, known_tools=known) if d.failed]
+        made = generate_candidates(diagnoses, eta, experience=experience, min_support=self.min_support)
+        candidates = [Candidate(kind=c.kind, revision=c.revision, summary=c.revision.rationale[:200],
+                                evidence=c.evidence) for c in made]
+        skipped = [] if made else [f"{len(diagnoses)} failed episode(s) and {len(experience)} experience "
+                                   "entr(ies) gave no candidate"]
+        return candidates, skipped
+
+
+def experience_size(eta: Eta) -> int:
+    """Entries in η's experience library (0 for an η without one)."""
+    return len(getattr(eta, "experience", None) or ())
+
+
+def accepts(paired: Paired) -> bool:
+    """The acceptance rule (module docstring): a net gain of at least :data:`MIN_GAIN` evolve
+    tasks, and no group losing more than :data:`MAX_GROUP_LOSS`.
+    """
+    return paired.net >= MIN_GAIN and max(paired.losses_by_group().values(), default=0) <= MAX_GROUP_LOSS
+
+
+def _helps(paired: Paired) -> bool:
+    """A single candidate worth trying in the set: it gains net and breaks the group rule nowhere."""
+    return paired.net >= 1 and max(paired.losses_by_group().values(), default=0) <= MAX_GROUP_LOSS
+
+
+def stratified_sample(tasks: Sequence[TaskSpec], n: int, key: str) -> list[TaskSpec]:
+    """``n`` tasks spread over the groups (round-robin over groups, each shuffled by ``key``).
+
+    Deterministic for a key, so a resumed run draws the same sample; the whole list when
+    ``n`` covers it.
+    """
+    by_group: dict[str, list[TaskSpec]] = {}
+    for t in sorted(tasks, key=lambda t: t.id):
+        by_group.setdefault(t.group, []).append(t)
+    for name, items in by_group.items():
+        random.Random(f"{key}:{name}").shuffle(items)
+    out: list[TaskSpec] = []
+    columns = [by_group[g] for g in sorted(by_group)]
+    depth = 0
+    while len(out) < n and any(depth < len(c) for c in columns):
+        out.extend(c[depth] for c in columns if depth < len(c))
+        depth += 1
+    return sorted(out[:n], key=lambda t: t.id)
+
+
+@dataclass
+class EvolveResult:
+    """What a call of :meth:`EvolveLoop.run` left: the iterations done and what it waits for."""
+
+    iterations_done: int
+    waiting_for: str | None = None
+    """A pending revision id awaiting approval (the next iteration starts once it is approved)."""
+    accepted: list[str] = field(default_factory=list)
+
+
+class EvolveLoop:
+    """The co-evolution loop over one task folder, its state in one output folder.
+
+    Args:
+        out: the output folder (created; resumed when it holds an earlier run's state).
+        settings: the task folder, sample sizes, seed and candidate cap (fixed for the folder).
+        planner_factory: a planner per (task, η).
+        base_eta: η of the first iteration, used only when the folder has none yet.
+        library: the skill library η was compiled from (HarnessKit's).
+        proposer: failures (+ experience) → candidates (default :class:`CandidateProposer`).
+        distiller: successes → experience entries (default :class:`ExperienceDistiller`).
+        embedder: vector backend of the tasks' memory stores (None: keyword-only).
+        auto_approve: approve the accepted revision at once (benches); else wait for a reviewer.
+        on_event: called with a line per finished episode and step (the CLI prints them).
+    """
+
+    def __init__(
+        self,
+        out: str | Path,
+        settings: EvolveSettings,
+        planner_factory: PlannerFactory,
+        *,
+        base_eta: Eta,
+        library: Any | None = None,
+        proposer: Proposer | None = None,
+        distiller: Distiller | None = None,
+        embedder: Embedder | None = None,
+        auto_approve: bool = False,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
+        self.state = StateFolder(out)
+        self.settings = settings
+        self._tasks: dict[str, list[TaskSpec]] | None = None
+        self.tasks()  # bad input fails before the folder is touched
+        self.state.settings(settings)
+        self.planner_factory = planner_factory
+        self.library = library
+        self.proposer = proposer or CandidateProposer()
+        self.distiller = distiller or ExperienceDistiller()
+        self.embedder = embedder
+        self.auto_approve = auto_approve
+        self.on_event = on_event or (lambda line: None)
+        self.store = RevisionStore(self.state.eta_path)
+        if not self.state.eta_path.exists():
+            save_eta(base_eta, self.state.eta_path)
+
+    def check(self) -> None:
+        """Read the current η and every state file already written, before anything runs.
+
+        A corrupt folder then fails in a second, not after a model has loaded; nothing is rewritten.
+
+        Raises:
+            EvolveStateError: a file that does not parse.
+        """
+        try:
+            load_eta(self.state.eta_path)
+        except EtaError as exc:
+            raise EvolveStateError(self.state.eta_path, str(exc)) from exc
+        i = 1
+        while self.state.iter_dir(i).exists():
+            d = self.state.iter_dir(i)
+            for name, model in (("start.json", IterationStart), ("proposals.json", Proposals),
+                                ("decision.json", Decision), ("review.json", Review)):
+                self.state.read(d / name, model)
+            if (d / "start.json").exists():
+                self._start(i)  # its η snapshot and task ids too
+            i += 1
+
+    # -- inputs ---------------------------------------------------------------------------------
+
+    def tasks(self) -> dict[str, list[TaskSpec]]:
+        """The dev and evolve tasks of the folder (the test split is never opened).
+
+        Raises:
+            UsageError: an empty dev split, or no evolve split.
+        """
+        if self._tasks is None:
+            folder = self.settings.tasks_dir
+            loaded = load_split_tasks(folder, ("dev", "evolve"))
+            if not loaded["dev"]:
+                raise UsageError(f"{folder}: the dev split is empty; evolve needs dev tasks to learn from")
+            if not loaded["evolve"]:
+                raise UsageError(f"{folder}: no evolve split; evolve measures every candidate on evolve tasks")
+            self._tasks = loaded
+        return self._tasks
+
+    def _kit(self, eta: Eta) -> HarnessKit:
+        return HarnessKit(self.library, eta=eta)
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def run(self, iterations: int) -> EvolveResult:
+        """Run (or resume) iterations 1..``iterations``; stop early at a revision awaiting approval."""
+        self.check()
+        accepted: list[str] = []
+        for i in range(1, iterations + 1):
+            review = self._review(i)
+            if review is None:
+                decision = await self._iteration(i)
+                accepted += decision.accepted
+                review = self._settle(i, decision)
+                if review is None:
+                    assert decision.revision is not None
+                    return EvolveResult(i - 1, waiting_for=decision.revision.id, accepted=accepted)
+        return EvolveResult(iterations, accepted=accepted)
+
+    def _review(self, i: int) -> Review | None:
+        """The iteration's settled review, if it has one (a pending approval is settled here once given)."""
+        d = self.state.iter_dir(i)
+        review = self.state.read(d / "review.json", Review)
+        if review is not None:
+            return review
+        decision = self.state.read(d / "decision.json", Decision)
+        return self._settle(i, decision) if decision is not None else None
+
+    def _settle(self, i: int, decision: Decision) -> Review | None:
+        """Record what became of the iteration's revision; None while it awaits approval."""
+        d = self.state.iter_dir(i)
+        rev = decision.revision
+        if rev is None:
+            review = Review(status="none")
+        else:
+            approved = self.store.root / "approved" / f"{rev.id}.json"
+            pending = self.store.root / "pending" / f"{rev.id}.json"
+            if not approved.exists() and not pending.exists():
+                proposed = d / "proposed.marker"
+                if proposed.exists():  # proposed once, and since removed by a reviewer: rejected
+                    review = Review(status="rejected", revision_id=rev.id)
+                    self.state.write(d / "review.json", review)
+                    return review
+                self.store.propose(rev)
+                proposed.write_text(rev.id + "\n", encoding="utf-8")
+                self.on_event(f"pending revision {rev.id}: {rev.rationale[:160]}")
+            if not approved.exists() and self.auto_approve:
+                self.store.approve(rev.id, AUTO_APPROVER)
+            if not approved.exists():
+                return None
+            try:
+                record = json.loads(approved.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise EvolveStateError(approved, f"not a readable approval record: {exc}") from exc
+            review = Review(status="approved", revision_id=rev.id, new_version=record.get("new_version"),
+                            approved_by=record.get("approved_by"))
+        self.state.write(d / "review.json", review)
+        return review
+
+    async def _iteration(self, i: int) -> Decision:
+        d = self.state.iter_dir(i)
+        start, eta = self._start(i)
+        tasks = self.tasks()
+        by_id = {t.id: t for t in [*tasks["dev"], *tasks["evolve"]]}
+        dev = [by_id[t] for t in start.dev]
+        evolve = [by_id[t] for t in start.evolve]
+        self.on_event(f"iteration {i}: η {eta.version}, {len(dev)} dev and {len(evolve)} evolve task(s)")
+        dev_out = await self._run_set(dev, eta, d / "dev", f"{i} dev")
+        proposals = self.state.read(d / "proposals.json", Proposals)
+        if proposals is None:
+            proposals = self._propose(dev_out, eta)
+            self.state.write(d / "proposals.json", proposals)
+        decision = self.state.read(d / "decision.json", Decision)
+        if decision is None:
+            decision = await self._measure(i, eta, evolve, proposals)
+            self.state.write(d / "decision.json", decision)
+        return decision
+
+    def _start(self, i: int) -> tuple[IterationStart, Eta]:
+        d = self.state.iter_dir(i)
+        start = self.state.read(d / "start.json", IterationStart)
+        if start is not None:
+            try:
+                eta = load_eta(d / "eta.json")
+            except EtaError as exc:
+                raise EvolveStateError(d / "eta.json", str(exc)) from exc
+            if eta.version != start.eta_version:
+                raise EvolveStateError(d / "eta.json", f"is η {eta.version}, start.json says {start.eta_version}")
+            known = {t.id for ts in self.tasks().values() for t in ts}
+            missing = [t for t in [*start.dev, *start.evolve] if t not in known]
+            if missing:
+                raise EvolveStateError(d / "start.json", f"names tasks the folder no longer has: {', '.join(missing[:3])}")
+            return start, eta
+        eta = load_eta(self.state.eta_path)
+        tasks = self.tasks()
+        key = f"{self.settings.seed}:{i}"
+        start = IterationStart(
+            iteration=i,
+            eta_version=eta.version,
+            dev=[t.id for t in stratified_sample(tasks["dev"], self.settings.dev_sample, f"{key}:dev")],
+            evolve=[t.id for t in stratified_sample(tasks["evolve"], self.settings.evolve_sample, f"{key}:evolve")],
+        )
+        save_eta(eta, d / "eta.json")
+        self.state.write(d / "start.json", start)
+        return start, eta
+
+    async def _run_set(self, tasks: Sequence[TaskSpec], eta: Eta, folder: Path, label: str) -> dict[str, TaskOutcome]:
+        """Every task under ``eta``, resuming from the folder's outcome log; outcomes by task id."""
+        log = self.state.outcomes(folder)
+        done = {k: o for k, o in self.state.outcome_map(folder).items() if o.task_digest in ("", _digest(tasks, k))}
+        kit = self._kit(eta)
+        out: dict[str, TaskOutcome] = {}
+        for n, task in enumerate(tasks, 1):
+            if task.id in done:
+                out[task.id] = done[task.id]
+                continue
+            planner = self.planner_factory(task, eta)
+            _, outcome = await run_task(task, planner, mode="harness", trace_dir=folder / "traces",
+                                        embedder=self.embedder, kit=kit)
+            if outcome.trace:  # relative to the output folder: the folder resumes on another machine
+                outcome = outcome.model_copy(update={"trace": _relative(Path(outcome.trace), self.state.root)})
+            log.append(outcome)
+            out[task.id] = outcome
+            mark = "PASS" if outcome.success else "fail"
+            self.on_event(f"[{label} {n}/{len(tasks)}] {mark} {task.id} {task.group} steps={outcome.steps} "
+                          f"{outcome.wall_s:.1f}s")
+        return out
+
+    def _episodes(self, outcomes: dict[str, TaskOutcome]) -> list[Episode]:
+        episodes = []
+        for o in outcomes.values():
+            if not o.trace:
+                continue
+            path = self.state.root / o.trace
+            if not path.exists():
+                path = Path(o.trace)
+            episodes.append(read_trace(path)[0])
+        return episodes
+
+    def _propose(self, dev_out: dict[str, TaskOutcome], eta: Eta) -> Proposals:
+        episodes = self._episodes(dev_out)
+        ok = {tid for tid, o in dev_out.items() if o.success}
+        successes = [e for e in episodes if e.header.task_id in ok]
+        failures = [e for e in episodes if e.header.task_id not in ok]
+        entries = self.distiller.distil(successes, eta)
+        candidates, skipped = self.proposer.propose(failures, eta, entries)
+        # the candidates with the most evidence first; the rest wait for a later iteration
+        candidates.sort(key=lambda c: (-len(c.evidence), c.id))
+        keep = candidates[: self.settings.max_candidates]
+        self.on_event(f"proposed {len(candidates)} candidate(s) from {len(successes)} success(es) and "
+                      f"{len(failures)} failure(s); measuring {len(keep)}")
+        return Proposals(candidates=keep, unmeasured=[c.id for c in candidates[len(keep):]], skipped=skipped,
+                         dev_successes=len(successes), dev_failures=len(failures), experience_entries=len(entries))
+
+    async def _measure(self, i: int, eta: Eta, evolve: Sequence[TaskSpec], proposals: Proposals) -> Decision:
+        d = self.state.iter_dir(i) / "evolve"
+        groups = {t.id: t.group for t in evolve}
+        base = await self._run_set(evolve, eta, d / "base", f"{i} evolve base")
+        before = {t: o.success for t, o in base.items()}
+        measured: dict[str, Paired] = {}
+        helpful: list[Candidate] = []
+        for c in proposals.candidates:
+            try:
+                after_eta = apply_revision(eta, c.revision)
+            except RevisionError as exc:
+                self.on_event(f"candidate {c.id} no longer applies: {exc.reason}")
+                continue
+            runs = await self._run_set(evolve, after_eta, d / c.id, f"{i} evolve {c.id}")
+            paired = Paired(label=c.id, groups=groups, before=before, after={t: o.success for t, o in runs.items()})
+            measured[c.id] = paired
+            self.on_event(f"candidate {c.id}: +{len(paired.gained)} -{len(paired.lost)} (net {paired.net:+d})")
+            if _helps(paired):
+                helpful.append(c)
+        accepted: list[Candidate] = []
+        reason = ("no candidate gained a task without breaking the group rule" if proposals.candidates
+                  else "nothing was proposed")
+        if len(helpful) >= 2:
+            combined, members = _combine(eta, helpful, f"evolve-{i:02d}-set")
+            if len(members) >= 2:
+                runs = await self._run_set(evolve, apply_revision(eta, combined), d / "set", f"{i} evolve set")
+                measured["set"] = Paired(label="set", groups=groups, before=before,
+                                         after={t: o.success for t, o in runs.items()})
+                if accepts(measured["set"]):
+                    accepted, reason = members, "the set meets the rule"
+        if not accepted:
+            singles = sorted((c for c in helpful if accepts(measured[c.id])),
+                             key=lambda c: (-measured[c.id].net, len(measured[c.id].lost), c.id))
+            if singles:
+                accepted, reason = singles[:1], "the best single candidate meets the rule"
+            elif helpful:
+                reason = "no candidate, nor their set, meets the rule"
+        revision = self._revision(i, eta, accepted, measured, reason) if accepted else None
+        self.on_event(f"iteration {i}: accepted {[c.id for c in accepted] or 'nothing'} ({reason})")
+        return Decision(measured=measured, accepted=[c.id for c in accepted], reason=reason, revision=revision)
+
+    def _revision(self, i: int, eta: Eta, accepted: list[Candidate], measured: dict[str, Paired],
+                  reason: str) -> Revision:
+        combined, _ = _combine(eta, accepted, "x")
+        key = "set" if len(accepted) > 1 else accepted[0].id
+        paired = measured[key]
+        losses = paired.losses_by_group()
+        digest = hashlib.sha256(f"{eta.version}|{[c.id for c in accepted]}".encode()).hexdigest()[:8]
+        rationale = (
+            f"pocketpilot evolve iteration {i}: {', '.join(c.id for c in accepted)}. On {len(paired.after)} evolve "
+            f"tasks against η {eta.version}: +{len(paired.gained)} -{len(paired.lost)} (net {paired.net:+d}); "
+            f"losses by group {losses or 'none'}; rule: net >= {MIN_GAIN}, no group losing more than "
+            f"{MAX_GROUP_LOSS} ({reason}). Evidence: iter-{i:02d}/decision.json and iter-{i:02d}/evolve/."
+        )
+        return Revision(id=f"evolve-{i:02d}-{digest}", base_version=eta.version, rationale=rationale[:1000],
+                        ops=combined.ops, source="evolve")
+
+
+def _combine(eta: Eta, candidates: Sequence[Candidate], rev_id: str) -> tuple[Revision, list[Candidate]]:
+    """One revision of the candidates' ops, in order; a candidate that conflicts with those before it is left out."""
+    ops: list[Any] = []
+    members: list[Candidate] = []
+    for c in candidates:
+        trial = Revision(id=rev_id, base_version=eta.version, rationale="set", ops=[*ops, *c.revision.ops])
+        try:
+            apply_revision(eta, trial)
+        except RevisionError:
+            continue
+        ops, members = list(trial.ops), [*members, c]
+    if not members:
+        raise RevisionError(rev_id, "none of the candidates applies to η " + eta.version)
+    return Revision(id=rev_id, base_version=eta.version, rationale="set", ops=ops), members
+
+
+def _digest(tasks: Sequence[TaskSpec], task_id: str) -> str:
+    return next(t.digest() for t in tasks if t.id == task_id)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)

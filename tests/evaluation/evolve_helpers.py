@@ -1,0 +1,193 @@
+"""Helpers of the evolve tests: a tool module written outside the project, planners, a proposer.
+
+Also imported by the subprocess the resume test kills, so nothing here may depend on pytest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pocketpilot.adapters import AddNote, Eta, Revision, RoutingNote, compile_eta
+from pocketpilot.contracts import Episode, Finish
+from pocketpilot.evaluation.evolve import EvolveLoop, NoDistiller
+from pocketpilot.evaluation.evolve_state import Candidate, EvolveSettings
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.tasks import TaskSpec, oracle_actions
+
+GREENHOUSE = '''
+"""A team's greenhouse app, written outside pocketpilot."""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from pocketpilot.errors import ToolFailure
+from pocketpilot.executor.tools import tool
+
+
+class Tray(BaseModel):
+    id: str
+    title: str
+    body: str = ""
+
+
+class GreenState(BaseModel):
+    heater: bool = False
+    vent: Literal["closed", "half", "open"] = "closed"
+    trays: list[Tray] = Field(default_factory=list)
+    alerts: list[str] = Field(default_factory=list)
+    next_id: int = 1
+
+
+class Greenhouse:
+    """A heater, a vent and seed trays."""
+
+    name = "greenhouse"
+
+    def __init__(self, state: GreenState) -> None:
+        self.state = state
+
+    @tool(effect="read", idempotent=True)
+    async def greenhouse_status(self) -> dict[str, Any]:
+        """Read the heater, the vent and how many trays there are."""
+        return {"heater": self.state.heater, "vent": self.state.vent, "trays": len(self.state.trays)}
+
+    @tool(effect="setting", setting="heater", idempotent=True)
+    async def set_heater(self, on: bool) -> dict[str, Any]:
+        """Switch the heater on or off.
+
+        Args:
+            on: True for on.
+        """
+        self.state.heater = on
+        return {"heater": on}
+
+    @tool(effect="setting", setting="vent", idempotent=True)
+    async def set_vent(self, position: Literal["closed", "half", "open"]) -> dict[str, Any]:
+        """Move the vent.
+
+        Args:
+            position: closed, half or open.
+        """
+        self.state.vent = position
+        return {"vent": position}
+
+    @tool(effect="create", name_arg="title", idempotent=False)
+    async def add_tray(self, title: str = Field(min_length=1), body: str = "") -> dict[str, Any]:
+        """Add a seed tray and return its id.
+
+        Args:
+            title: What is sown.
+            body: Notes.
+        """
+        tray = Tray(id=f"tray-{self.state.next_id}", title=title, body=body)
+        self.state.trays = [*self.state.trays, tray]
+        self.state.next_id += 1
+        return {"id": tray.id}
+
+    @tool(effect="send", destructive=True, open_world=True)
+    async def alert_staff(self, text: str = Field(min_length=1, max_length=500)) -> dict[str, Any]:
+        """Send an alert to the staff.
+
+        Args:
+            text: What it says.
+        """
+        self.state.alerts = [*self.state.alerts, text]
+        return {"sent": len(self.state.alerts)}
+
+    @tool(effect="delete", destructive=True, id_arg="tray_id", idempotent=True)
+    async def remove_tray(self, tray_id: str) -> dict[str, Any]:
+        """Remove a tray by id.
+
+        Args:
+            tray_id: The tray id.
+        """
+        if not any(t.id == tray_id for t in self.state.trays):
+            raise ToolFailure("not_found", f"no tray {tray_id!r}")
+        self.state.trays = [t for t in self.state.trays if t.id != tray_id]
+        return {"deleted": tray_id}
+
+
+WORLD = {
+    "apps": ["greenhouse_app:Greenhouse"],
+    "state_model": "greenhouse_app:GreenState",
+    "initial_state": {"trays": [{"id": "tray-1", "title": "Basil", "body": "sown in May"}], "next_id": 2},
+    "sandbox": False,
+}
+'''
+
+HELP_NOTE = "evolve-test.help"
+
+
+def write_tool_module(folder: Path) -> Path:
+    """The team's tool module, as a file of its own in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "greenhouse_app.py"
+    path.write_text(GREENHOUSE, encoding="utf-8")
+    return path
+
+
+def _odd(task_id: str) -> bool:
+    return hashlib.sha256(task_id.encode()).digest()[0] % 2 == 1
+
+
+class OraclePlanners:
+    """Planner per (task, η): the task's oracle when it "knows how", an immediate finish otherwise.
+
+    A task knows how when its id hashes even, or when η holds the help note (the candidate the
+    fake proposer makes). ``harmful`` makes the help note break every even task instead.
+    """
+
+    def __init__(self, *, harmful: bool = False, kill_at: int | None = None) -> None:
+        self.calls: list[str] = []
+        self.harmful = harmful
+        self.kill_at = kill_at
+
+    def __call__(self, task: TaskSpec, eta: Eta) -> ScriptedPlanner:
+        self.calls.append(task.id)
+        if self.kill_at is not None and len(self.calls) == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)  # a run killed between episodes, as a power cut would
+        helped = eta.note(HELP_NOTE) is not None
+        knows = (not _odd(task.id) and not helped) if self.harmful else (not _odd(task.id) or helped)
+        if knows:
+            return ScriptedPlanner(oracle_actions(task))
+        return ScriptedPlanner([Finish(summary="Done.")])
+
+
+class HelpNoteProposer:
+    """Proposes the help note whenever a dev episode failed and η lacks it."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def propose(self, failures: Sequence[Episode], eta: Eta, experience: Sequence[object]) -> tuple[list[Candidate], list[str]]:
+        self.seen.append(len(failures))
+        if not failures or eta.note(HELP_NOTE) is not None:
+            return [], ["nothing to propose"]
+        rev = Revision(id=f"help-{eta.version[:8]}", base_version=eta.version, rationale="help note",
+                       ops=[AddNote(note=RoutingNote(id=HELP_NOTE, text="Work through the request step by step."))])
+        evidence = [{"episode_id": e.header.episode_id, "task_id": e.header.task_id} for e in failures]
+        return [Candidate(kind="revision", revision=rev, summary="help note", evidence=evidence)], []
+
+
+def base_eta() -> Eta:
+    """An η with no tools of the sandbox: the loop needs only its notes and policies here."""
+    return compile_eta([], None, notes=[])
+
+
+def make_loop(out: Path, tasks_dir: Path, planners: OraclePlanners, *, auto_approve: bool = True,
+              dev: int = 6, evolve: int = 6) -> EvolveLoop:
+    settings = EvolveSettings(tasks_dir=str(tasks_dir), dev_sample=dev, evolve_sample=evolve, seed=1)
+    return EvolveLoop(out, settings, planners, base_eta=base_eta(), proposer=HelpNoteProposer(),
+                      distiller=NoDistiller(), auto_approve=auto_approve)
+
+
+if __name__ == "__main__":  # the killed subprocess of the resume test: OUT TASKS KILL_AT
+    out, tasks_dir, kill_at = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+    asyncio.run(make_loop(out, tasks_dir, OraclePlanners(kill_at=kill_at)).run(1))
