@@ -45,6 +45,10 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def _num(x: float) -> str:
+    return "-" if x != x else f"{x:.0f}"  # NaN: no thought in this configuration
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b and b == b and a == a else "-"
 
@@ -136,7 +140,7 @@ def report(result: dict[str, Any]) -> str:
             f"| {name} | {s['passed']}/{s['tasks']} | {s['decode_s_median']:.2f} | "
             f"{_ratio(s['decode_s_median'], base['decode_s_median'])} | {s['latency_s_median']:.2f} | "
             f"{_ratio(s['latency_s_median'], base['latency_s_median'])} | {s['completion_tokens_median']:.0f} | "
-            f"{s['thought_tokens_median']:.0f} |"
+            f"{_num(s['thought_tokens_median'])} |"
         )
     return "\n".join(lines)
 

@@ -41,8 +41,10 @@ def prompts() -> list[PlanRequest]:
 
 @pytest.fixture(scope="module")
 def planner(test_gguf):
+    # reproducible: the evaluation order depends on the prompt alone, not on what a phased turn
+    # left in the KV cache, so turns with the options off can be compared bit for bit
     p = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(max_tokens=160), n_ctx=4096, n_threads=1,
-                        prefix_cache=False)
+                        prefix_cache=False, reproducible=True)
     yield p
     asyncio.run(p.aclose())
 
