@@ -26,6 +26,7 @@ from ..policy_registry import PolicyError, build, default_entries, registered
 from .defaults import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 from .errors import EtaError, EtaIntegrityError
 from .experience import ExperienceConfig, ExperienceEntry
+from .tool_retrieval import ToolRetrievalSettings
 
 __all__ = [
     "Eta", "ExperienceConfig", "ExperienceEntry", "PolicyEntry", "RoutingNote", "SkillEntry", "ToolEntry",
@@ -153,6 +154,8 @@ class Eta(_Model):
     notes: list[RoutingNote] = Field(default_factory=list)
     policies: list[PolicyEntry] = Field(default_factory=default_policy_entries)
     """The harness policies, in order: a reviewed revision may change one or its parameters."""
+    tool_retrieval: ToolRetrievalSettings | None = None
+    """Tool exposure by retrieval (:mod:`.tool_retrieval`: at most ``k`` tools per step); None: off, every tool shown."""
     offers: dict[str, str] = Field(default_factory=_default_offers)
     """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
     stop_words: list[str] = Field(default_factory=_default_stop_words)
@@ -199,6 +202,8 @@ class Eta(_Model):
         that names no world hashes, and is stored, exactly as before worlds were declared.
         """
         data = self.model_dump(mode="json")
+        if data.get("tool_retrieval", "") is None:  # off: hashed and stored as before the key existed
+            del data["tool_retrieval"]
         entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
         for entry in entries:
             if entry.get("world", "") is None:

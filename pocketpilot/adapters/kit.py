@@ -13,6 +13,7 @@ from .eta import Eta
 from .examples import with_experience, with_tool_text
 from .filter import GuidanceFilter
 from .route import SkillRouter, asks_to_delegate, asks_to_remember
+from .tool_retrieval import ToolRetriever
 
 __all__ = ["check_library", "session_kwargs"]
 
@@ -48,6 +49,7 @@ def session_kwargs(
     memory_search: bool = True,
     owner: str | None = None,
     embedder: Any | None = None,
+    tool_retriever: ToolRetriever | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for :class:`~pocketpilot.harness.Session` under η.
 
@@ -94,6 +96,9 @@ def session_kwargs(
         router: a router built from ``library`` earlier (saves rebuilding it per session).
         memory_search: whether searching memory can find anything (False for an empty store:
             the action and its note would only invite a wasted step).
+        tool_retriever: tool exposure by retrieval (built with the caller's embedder); None: η's
+            ``tool_retrieval`` entry, keyword-only, when it has one, else every tool shown. Given
+            a request, it comes back as ``tool_exposure``.
         owner: whose run it is: η's experience learned from another owner's runs is shown
             only where no owner data is left in it (:mod:`.examples`).
         embedder: scores experience by meaning as well as by words (None: BM25 alone).
@@ -151,6 +156,9 @@ def session_kwargs(
         and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
     ]
     shown = tuple(preloaded)
+    if tool_retriever is None and eta.tool_retrieval is not None:
+        apps = {name: entry.app for name, entry in eta.tools.items() if entry.app}
+        tool_retriever = ToolRetriever(eta.tool_retrieval, apps=apps)
     frozen_res = frozenset(res)
 
     resolved: dict[tuple[str, ...], ToolSet] = {}
@@ -172,6 +180,7 @@ def session_kwargs(
         "policies": eta.build_policies(),
         "preloaded": preloaded,
         "actions": actions,
+        **({"tool_exposure": tool_retriever} if tool_retriever is not None else {}),
     }
     # η's experience: worked examples after the routed guidance, step hints as a policy
     names = [t if isinstance(t, str) else t.name for t in exposed_tools]

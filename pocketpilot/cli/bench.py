@@ -27,6 +27,7 @@ from ..evaluation.compare import (
     run_comparison,
 )
 from ..tasks import load_suite
+from ._exposure import check_exposure, exposure_options
 from ._planner import budget_overrides, build_planner, planner_options
 from ._progress import task_bar
 
@@ -94,13 +95,14 @@ def select_tasks(
 @click.option("--ray-address", default=None, help="Ray cluster address (default: start a local one).")
 @click.option("--guidance-file", "guidance_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A document (an operating policy) every task runs with instead of its own; repeatable.")
+@exposure_options
 @planner_options
 def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None,
           per_group: int | None, no_harness: bool,
           compare: bool, use_embedder: bool, out: str | None, markdown_out: str | None, trace_dir: str | None,
           shard: str | None, resume: bool, backend: str, workers: int, ray_address: str | None,
           model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
-          guidance_files: tuple[str, ...] = ()) -> None:
+          guidance_files: tuple[str, ...] = (), exposure: str = "task", tool_k: int | None = None) -> None:
     """Run bundled tasks with and/or without the harness; per group: success, steps, output tokens, wall time.
 
     A task's guidance, budget and n_ctx (its own, or its folder's ``_defaults.yaml``) apply;
@@ -116,9 +118,10 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
         for name in ("workers", "ray_address"):
             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
                 raise UsageError(f"--{name.replace('_', '-')} applies to --backend ray")
+    exposure, tool_k = check_exposure(exposure, tool_k)
     settings = RunSettings(
         guidance=tuple(Path(f).read_text(encoding="utf-8") for f in guidance_files) if guidance_files else None,
-        budget=budget_overrides(),
+        budget=budget_overrides(), exposure=exposure, tool_k=tool_k,
     )
     tasks = select_tasks(split, task_ids, groups, limit, per_group, directory=tasks_dir)
     if shard:
@@ -189,7 +192,8 @@ def _write_report(report: BenchReport, out: str | None, markdown_out: str | None
 
 
 _RAY_IGNORES = ("threads", "n_ctx", "constraint", "fast_forward", "reproducible", "budget", "guidance_files",
-                "use_embedder", "api_key", "output_mode", "think_tokens", "choose_then_fill", "flash_attn", "kv_type")
+                "use_embedder", "api_key", "output_mode", "exposure", "tool_k",
+                "think_tokens", "choose_then_fill", "flash_attn", "kv_type")
 """Flags the Ray actors' planners and sessions do not read (each actor builds its own): refused, not ignored."""
 
 

@@ -32,6 +32,7 @@ from ..models.store import pocketpilot_home
 from ..tasks import TaskSpec, load_task
 from ..tasks.loader import bundled_task
 from ._embedder import default_embedder
+from ._exposure import check_exposure, exposure_options
 from ._mcp import McpServer, mcp_options, mcp_servers, serving
 from ._planner import budget_overrides, build_planner, planner_options
 from ._telemetry import otel_option, start_telemetry
@@ -102,7 +103,7 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
              yes: bool, max_steps: int | None, trace_dir: Path, device: Executor | None = None,
              observer: RunObserver | None = None, servers: Sequence[McpServer] = (),
              apps: Sequence[str] | None = None, guidance: Sequence[str] | None = None,
-             mode: Mode = "harness") -> None:
+             mode: Mode = "harness", exposure: str = "task", tool_k: int | None = None) -> None:
     """Run in ``mode``: the full harness (skills and their gates, η guidance, for tasks seeded
     memory), or the bare planner (as ``bench --no-harness``: no skills, routing, guidance or gates).
 
@@ -117,7 +118,7 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
         click.echo(f"task {task.id} [{task.group}/{task.capability}]: {task.goal}" + (" (bare)" if mode == "bare" else ""))
         click.echo(f"planner: {planner.info.backend} {planner.info.model} (first step loads the model)\n")
         settings = RunSettings(guidance=None if guidance is None else tuple(guidance), budget=overrides,
-                               max_steps=max_steps)
+                               max_steps=max_steps, exposure=exposure, tool_k=tool_k)
         chosen = task
 
         async def go() -> None:
@@ -237,13 +238,18 @@ def _load(task_file: str | None, task_id: str | None, device: str | None,
                    "or gates; a task's memories as earlier conversation).")
 @mcp_options
 @otel_option
+@exposure_options
 @planner_options
 def run(request: str | None, task_file: str | None, task_id: str | None, yes: bool, max_steps: int | None,
         trace_dir: str | None, device: str | None, adb_port: int | None, model: str, endpoint: str | None,
         temperature: float, max_new_tokens: int, pull: bool, otel: str | None = None,
         mcp_commands: Sequence[str] = (), mcp_urls: Sequence[str] = (), apps: str | None = None,
-        guidance_files: Sequence[str] = (), mode: Mode = "harness") -> None:
+        guidance_files: Sequence[str] = (), mode: Mode = "harness", exposure: str = "task",
+        tool_k: int | None = None) -> None:
     """Run REQUEST on the sandbox phone, a task with its verifier, or a device (--device)."""
+    exposure, tool_k = check_exposure(exposure, tool_k)
+    if (exposure != "task" or tool_k is not None) and not (task_file or task_id):
+        raise UsageError("--exposure and --tool-k apply to a task run (--task or --task-id)")
     observer = start_telemetry(otel)  # bad flags fail before a device or the model is touched
     servers = mcp_servers(mcp_commands, mcp_urls)
     if adb_port is not None and not device:
@@ -262,7 +268,8 @@ def run(request: str | None, task_file: str | None, task_id: str | None, yes: bo
     guidance = [Path(f).read_text(encoding="utf-8") for f in guidance_files] if guidance_files else None
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull, n_ctx=task.n_ctx if task else None)
     _execute(request, task, planner, yes, max_steps, Path(trace_dir or pocketpilot_home() / "traces"),
-             device_executor, observer, servers, apps=chosen, guidance=guidance, mode=mode)
+             device_executor, observer, servers, apps=chosen, guidance=guidance, mode=mode,
+             exposure=exposure, tool_k=tool_k)
 
 
 @click.command("demo")

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from ..contracts import Episode, RetrievedMemory, Step, ToolCall, ToolSpec
+from ..errors import UsageError
 from ..harness import (
     ConfirmationPolicy,
     ContextBudget,
@@ -40,11 +41,13 @@ from ..harness import (
     SkillStore,
     safety_policies,
 )
+from ..harness.context import render_tools
 from ..harness.observer import RunObserver
 from ..memory import Embedder
 from ..skills.base import ToolGate
 from ..tasks import TaskSpec, prepare
 from ..tasks.memory_seed import prior_conversation
+from ..tasks.run import EXPOSURES
 
 __all__ = [
     "PRIOR_BUDGET",
@@ -80,6 +83,17 @@ class RunSettings:
     guidance: tuple[str, ...] | None = None
     budget: Mapping[str, int] = field(default_factory=dict)
     max_steps: int | None = None
+    exposure: str = "task"
+    """``task``: the apps the task names; ``phone``: every app of its world (:func:`~pocketpilot.tasks.prepare`)."""
+    tool_k: int | None = None
+    """Tool exposure by retrieval with at most this many tools a step (harness mode); None: η's setting."""
+
+    def __post_init__(self) -> None:
+        if self.exposure not in EXPOSURES:
+            raise UsageError(f"unknown exposure {self.exposure!r}; use one of: {', '.join(EXPOSURES)}")
+        if self.tool_k is not None and self.tool_k < 1:
+            raise UsageError(f"the tool retrieval K must be at least 1, not {self.tool_k}")
+
 
 
 def task_config(task: TaskSpec, settings: RunSettings | None = None) -> HarnessConfig:
@@ -111,6 +125,7 @@ class HarnessKit:
         self.library = library
         self.eta = eta
         self._filter: Any | None = None
+        self._retrievers: dict[tuple[str, int], Any] = {}
         self._router: Any | None = None
         if eta is not None:
             from ..adapters import GuidanceFilter, SkillRouter
@@ -151,6 +166,23 @@ class HarnessKit:
                                   guidance_filter=self._filter, request=request, recalled=recalled,
                                   router=self._router, memory_search=memory_search)
         return {"guidance": [], "skills": self.library, "gates": self.gates_for(exposed), "eta_version": None}
+
+    def tool_retriever(self, k: int | None, embedder: Embedder | None) -> Any | None:
+        """Tool exposure by retrieval: K from the caller, else η's ``tool_retrieval``; None: off.
+
+        One retriever per setting and embedder, kept, so its index is built once per tool set.
+        """
+        from ..adapters.tool_retrieval import ToolRetrievalSettings, ToolRetriever
+
+        base = getattr(self.eta, "tool_retrieval", None)
+        if k is None and base is None:
+            return None
+        settings = (base or ToolRetrievalSettings()).model_copy(update={"k": k} if k is not None else {})
+        key = (settings.model_dump_json(), id(embedder))
+        if key not in self._retrievers:
+            apps = {n: e.app for n, e in self.eta.tools.items() if e.app} if self.eta is not None else {}
+            self._retrievers[key] = ToolRetriever(settings, embedder, apps=apps)
+        return self._retrievers[key]
 
     def gates_for(self, exposed: Sequence[str | ToolSpec]) -> list[ToolGate]:
         """Gates in force from the first step for a session exposing ``exposed``."""
@@ -257,6 +289,20 @@ class TaskUser:
         return spec.needs_confirmation
 
 
+async def _tools_fit(cfg: HarnessConfig, planner: Planner, tools: Sequence[ToolSpec]) -> HarnessConfig:
+    """``cfg`` with a tools budget that holds every tool (whole phone, nothing retrieved).
+
+    Whether the prompt then fits the planner's window is the planner's to say: one that does
+    not stops the run with ``planner_error`` and the sizes, never a crash.
+    """
+    await planner.load()
+    need = planner.count_tokens(render_tools(list(tools)))
+    if need <= cfg.budget.tools:
+        return cfg
+    logger.info("whole phone: %d tools need %d tokens of tool list", len(tools), need)
+    return replace(cfg, budget=replace(cfg.budget, tools=need))
+
+
 async def run_task_session(
     task: TaskSpec,
     planner: Planner,
@@ -295,7 +341,8 @@ async def run_task_session(
     confirm = confirm or TaskUser()
     policy = task_guidance(task, settings)
     cfg = config or task_config(task, settings)
-    run = prepare(task, memory=mode == "harness", embedder=embedder)
+    exposure = settings.exposure if settings is not None else "task"
+    run = prepare(task, memory=mode == "harness", embedder=embedder, exposure=exposure)  # type: ignore[arg-type]
     kit = kit if kit is not None else load_harness_kit()
     clock = run.clock
     try:
@@ -309,6 +356,11 @@ async def run_task_session(
                 memory_search=bool(memory.seeded),  # an empty store has nothing to find
             )
             kw["guidance"] = [*policy, *kw.get("guidance", [])]  # the task's policy ahead of η's notes
+            retriever = kit.tool_retriever(settings.tool_k if settings is not None else None, embedder)
+            if retriever is not None:
+                kw["tool_exposure"] = retriever
+            elif exposure == "phone":
+                cfg = await _tools_fit(cfg, planner, run.executor.tools())
             session = Session(
                 planner,
                 run.executor,
@@ -324,6 +376,8 @@ async def run_task_session(
                 observer=observer,
             )
         else:
+            if exposure == "phone":
+                cfg = await _tools_fit(cfg, planner, run.executor.tools())
             prior = prior_conversation(task, planner.count_tokens, prior_budget)
             session = Session(
                 planner,

@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..contracts import Episode, ToolSpec, Verdict
+from ..errors import UsageError
 from ..executor.sandbox import SandboxPhone
 from ..memory import Embedder
 from .loader import build_world, check_task, exposed_tools, load_task
@@ -21,7 +22,12 @@ from .spec import TaskSpec
 from .verify import verify
 from .world import TaskWorld, WorldExecutor, WorldState
 
-__all__ = ["TaskRun", "prepare"]
+__all__ = ["EXPOSURES", "Exposure", "TaskRun", "prepare"]
+
+Exposure = Literal["task", "phone"]
+EXPOSURES: tuple[str, ...] = ("task", "phone")
+"""``task``: only the apps the task names (the default, for comparison); ``phone``: every app of
+the world installed and exposed, nothing said about which ones the task needs."""
 
 
 @dataclass
@@ -69,21 +75,26 @@ class TaskRun:
         return iter((self.phone, self.executor, self.verifier))
 
 
-def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embedder | None = None) -> TaskRun:
-    """Build the task's world and executor (only the task's tools exposed) and its verifier.
+def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embedder | None = None,
+            exposure: Exposure = "task") -> TaskRun:
+    """Build the task's world and executor (the task's tools exposed, or the whole phone's) and its verifier.
 
     Args:
         task: A spec, or a path to a task file.
         memory: Also open a fresh in-memory store seeded with the task's memories.
         embedder: The store's vector backend (None: keyword-only retrieval).
+        exposure: ``task`` (only the apps the task names) or ``phone`` (every tool of its world).
 
     Raises:
         TaskSpecError: if the task is invalid (a WorldError if its own world does not build).
+        UsageError: an unknown exposure.
     """
+    if exposure not in EXPOSURES:
+        raise UsageError(f"unknown exposure {exposure!r}; use one of: {', '.join(EXPOSURES)}")
     spec = task if isinstance(task, TaskSpec) else load_task(task)
     if isinstance(task, TaskSpec):
         check_task(spec)
     world = build_world(spec)
-    executor = world.executor(exposed_tools(spec, world))
+    executor = world.executor(world.tool_names() if exposure == "phone" else exposed_tools(spec, world))
     seeded = open_task_memory(spec, embedder=embedder) if memory else None
     return TaskRun(task=spec, world=world, executor=executor, initial=world.snapshot(), memory=seeded)

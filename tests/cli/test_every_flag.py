@@ -22,9 +22,12 @@ from click.testing import CliRunner, Result
 import pocketpilot.cli.bench as bench_module
 import pocketpilot.cli.run as run_module
 import pocketpilot.harness.planners as planners_module
+from pocketpilot.adapters.tool_retrieval import MORE_TOOLS
 from pocketpilot.cli.main import cli
+from pocketpilot.errors import UsageError
+from pocketpilot.evaluation.task_session import RunSettings
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.tasks import load_suite, load_task, oracle_actions
+from pocketpilot.tasks import load_suite, load_task, oracle_actions, prepare
 
 TESTS = Path(__file__).resolve().parents[1]
 WORLD_DIR = TESTS / "tasks" / "outside_world"
@@ -73,6 +76,11 @@ FLAG_TESTS: dict[str, dict[str, list[str]]] = {
         "guidance_files": [f"{E}::test_run_guidance_file_replaces_a_tasks_policy",
                            f"{E}::test_run_guidance_file_joins_a_request_run"],
         "mode": [f"{E}::test_run_mode_bare_runs_the_planner_alone"],
+        "exposure": [f"{E}::test_exposure_phone_shows_every_tool_of_the_world",
+                     f"{E}::test_bad_exposure_flags_are_one_line_and_exit_2",
+                     f"{E}::test_run_refuses_exposure_flags_without_a_task"],
+        "tool_k": [f"{E}::test_tool_k_shows_at_most_k_retrieved_tools_and_the_widening_tool",
+                   f"{E}::test_bad_exposure_flags_are_one_line_and_exit_2"],
         "mcp_commands": ["tests/cli/test_run_mcp_otel.py::test_stdio_and_http_servers_together"],
         "mcp_urls": ["tests/cli/test_run_mcp_otel.py::test_stdio_and_http_servers_together"],
         "otel": ["tests/cli/test_run_mcp_otel.py::test_otel_console_prints_the_runs_spans"],
@@ -98,6 +106,10 @@ FLAG_TESTS: dict[str, dict[str, list[str]]] = {
         "workers": [f"{E}::test_ray_flags_reach_the_pool_or_are_refused"],
         "ray_address": [f"{E}::test_ray_flags_reach_the_pool_or_are_refused"],
         "guidance_files": [f"{E}::test_bench_guidance_file_replaces_every_tasks_policy"],
+        "exposure": [f"{E}::test_exposure_phone_shows_every_tool_of_the_world",
+                     f"{E}::test_bad_exposure_flags_are_one_line_and_exit_2"],
+        "tool_k": [f"{E}::test_tool_k_shows_at_most_k_retrieved_tools_and_the_widening_tool",
+                   f"{E}::test_bad_exposure_flags_are_one_line_and_exit_2"],
         **PLANNER_FLAGS,
     },
 }
@@ -526,3 +538,66 @@ def test_the_report_records_what_the_flags_set_over_the_tasks(seam: Seam, test_g
     kit = _report(tmp_path, [*base, "--guidance-file", str(doc), "--budget", "guidance=3000"], seam)["kit"]
     assert kit["guidance_override"]["entries"] == 1 and len(kit["guidance_override"]["sha256"]) == 64
     assert kit["budget_override"] == {"guidance": 3000}
+
+
+# ---------------------------------------------------------------- --exposure and --tool-k (issue 35)
+
+FERN = WORLD_DIR / "water-fern.yaml"
+
+
+def _first_tools(seam: Seam) -> list[str]:
+    assert seam.planner is not None and seam.planner.requests
+    return [t.name for t in seam.planner.requests[0].tools]
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_exposure_phone_shows_every_tool_of_the_world(command: str, seam: Seam, test_gguf: Path,
+                                                      tmp_path: Path) -> None:
+    out = _invoke([*_cmd(command, tmp_path), *_model(test_gguf), "--mode" if command == "run" else "--no-harness",
+                   *(["bare"] if command == "run" else [])])
+    assert out.exit_code == 0, out.output
+    task_tools = _first_tools(seam)
+    out = _invoke([*_cmd(command, tmp_path), *_model(test_gguf), "--exposure", "phone",
+                   "--mode" if command == "run" else "--no-harness", *(["bare"] if command == "run" else [])])
+    assert out.exit_code == 0, out.output
+    phone_tools = _first_tools(seam)
+    assert set(task_tools) < set(phone_tools)
+    if command == "run":  # the one task run: every tool of its world
+        assert set(phone_tools) == set(prepare(load_task(FERN), exposure="phone").world.tool_names())
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_tool_k_shows_at_most_k_retrieved_tools_and_the_widening_tool(command: str, seam: Seam, test_gguf: Path,
+                                                                    tmp_path: Path) -> None:
+    out = _invoke([*_cmd(command, tmp_path), *_model(test_gguf), "--exposure", "phone", "--tool-k", "1"])
+    assert out.exit_code == 0, out.output
+    shown = _first_tools(seam)
+    assert len(shown) == 2 and MORE_TOOLS in shown
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--exposure", "desk"], "unknown exposure 'desk'"),
+    (["--tool-k", "0"], "--tool-k must be at least 1"),
+])
+def test_bad_exposure_flags_are_one_line_and_exit_2(command: str, flags: list[str], message: str, seam: Seam,
+                                                    test_gguf: Path, tmp_path: Path) -> None:
+    out = _invoke([*_cmd(command, tmp_path), *_model(test_gguf), *flags])
+    assert out.exit_code == 2
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and message in lines[0], out.output
+    assert not seam.built  # refused before any planner was built
+
+
+def test_run_refuses_exposure_flags_without_a_task(seam: Seam, test_gguf: Path) -> None:
+    out = _invoke(["run", "turn the wifi off", *_model(test_gguf), "--exposure", "phone"])
+    assert out.exit_code == 2 and "apply to a task run" in out.output
+
+
+def test_the_library_refuses_the_same_bad_input() -> None:
+    with pytest.raises(UsageError, match="unknown exposure"):
+        RunSettings(exposure="desk")
+    with pytest.raises(UsageError, match="at least 1"):
+        RunSettings(tool_k=0)
+    with pytest.raises(UsageError, match="unknown exposure"):
+        prepare(load_task(FERN), exposure="desk")  # type: ignore[arg-type]
