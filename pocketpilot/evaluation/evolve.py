@@ -76,6 +76,7 @@ __all__ = [
     "accepts",
     "experience_size",
     "stratified_sample",
+    "with_world_tools",
 ]
 
 logger = logging.getLogger(__name__)
@@ -154,6 +155,34 @@ class CandidateProposer:
         skipped = [] if made else [f"{len(diagnoses)} failed episode(s) and {len(experience)} experience "
                                    "entr(ies) gave no candidate"]
         return candidates, skipped
+
+
+def with_world_tools(eta: Eta, tasks: Sequence[TaskSpec]) -> Eta:
+    """``eta`` with an entry for every tool the tasks' own worlds expose that η lacks.
+
+    η compiled for the sandbox knows nothing of a team's tools, and a revision or experience
+    entry may speak only of tools η knows: without their entries, nothing learned on the
+    team's world could ever be accepted. A name η already holds keeps its entry (a team tool
+    that overrides a sandbox namesake is not described twice). The entries carry the tools'
+    declarations only, no skills.
+    """
+    from ..adapters.eta import ToolEntry
+    from ..tasks import prepare
+
+    tools = dict(eta.tools)
+    for task in tasks:
+        if task.world is None:
+            continue
+        run = prepare(task)
+        try:
+            for spec in run.executor.tools():
+                if spec.name not in tools:
+                    tools[spec.name] = ToolEntry(description=spec.description, parameters=spec.parameters,
+                                                 destructive=spec.destructive, semantics=spec.semantics(),
+                                                 world=spec.world)
+        finally:
+            run.close()
+    return eta if tools == eta.tools else eta.model_copy(update={"tools": tools})
 
 
 def experience_size(eta: Eta) -> int:
@@ -247,7 +276,8 @@ class EvolveLoop:
         self.on_event = on_event or (lambda line: None)
         self.store = RevisionStore(self.state.eta_path)
         if not self.state.eta_path.exists():
-            save_eta(base_eta, self.state.eta_path)
+            tasks = self.tasks()
+            save_eta(with_world_tools(base_eta, [*tasks["dev"], *tasks["evolve"]]), self.state.eta_path)
 
     def check(self) -> None:
         """Read the current η and every state file already written, before anything runs.

@@ -209,6 +209,10 @@ def test_the_command_runs_two_iterations_on_the_team_world(team_tasks: Path, tmp
     assert "\n| 1 |" in report and "\n| 2 |" in report and "Acceptance rule" in report
     assert "| 1 |" in result.output and "| 2 |" in result.output
     assert len(planners.calls) >= 8 + 6 + 8 + 6  # two iterations, dev and evolve each
+    eta = load_eta(out / "iter-01" / "eta.json")
+    assert {"set_heater", "add_tray"} <= set(eta.tools)  # η knows the team's tools, so it can learn about them
+    proposals = json.loads((out / "iter-01" / "proposals.json").read_text())
+    assert "experience" in {c["kind"] for c in proposals["candidates"]}  # distilled from the verified successes
     again = _cli(*args)  # finished: nothing runs again, the same table
     assert again.exit_code == 0 and (out / "report.md").read_text() == report
     changed = _cli(*[a if a != "8" else "9" for a in args])
@@ -217,12 +221,15 @@ def test_the_command_runs_two_iterations_on_the_team_world(team_tasks: Path, tmp
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_one_iteration_with_the_small_model(team_tasks: Path, tmp_path: Path) -> None:
-    """The 0.5B model on 2 dev + 2 evolve tasks: the loop's structure, not its figures."""
+def test_one_iteration_with_the_small_model(team_tasks: Path, tmp_path: Path, test_gguf: Path) -> None:
+    """The 0.5B model on 2 dev + 2 evolve tasks of the team's world: the loop's structure, not its figures."""
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["evolve", "--tasks", str(team_tasks), "--out", str(out), "--dev-sample", "2",
-                                      "--evolve-sample", "2", "--no-embedder", "--model", "qwen2.5-0.5b-instruct",
-                                      "--auto-approve", "--no-pull"])
+                                      "--evolve-sample", "2", "--no-embedder", "--model", str(test_gguf),
+                                      "--auto-approve", "--no-pull", "--max-candidates", "1"])
     assert result.exit_code == 0, result.output
     assert len((out / "iter-01" / "dev" / "outcomes.jsonl").read_text().splitlines()) == 2
-    assert (out / "iter-01" / "decision.json").exists() and (out / "report.md").exists()
+    assert len((out / "iter-01" / "evolve" / "base" / "outcomes.jsonl").read_text().splitlines()) == 2
+    decision = Decision.model_validate_json((out / "iter-01" / "decision.json").read_text())
+    assert len(decision.measured) <= 1 and all(len(p.after) == 2 for p in decision.measured.values())
+    assert "| 1 |" in (out / "report.md").read_text()
