@@ -426,13 +426,22 @@ class EvolveLoop:
         self.state.write(d / "start.json", start)
         return start, eta
 
-    async def _run_set(self, tasks: Sequence[TaskSpec], eta: Eta, folder: Path, label: str) -> dict[str, TaskOutcome]:
-        """Every task under ``eta``, resuming from the folder's outcome log; outcomes by task id."""
+    async def _run_set(self, tasks: Sequence[TaskSpec], eta: Eta, folder: Path, label: str,
+                       settled: Callable[[dict[str, TaskOutcome]], bool] | None = None) -> dict[str, TaskOutcome]:
+        """The tasks under ``eta`` in order, resuming from the folder's outcome log; outcomes by task id.
+
+        ``settled`` is asked before each task: once the outcomes so far decide the question the
+        run answers, the rest are not run (a resumed run stops at the same task).
+        """
         log = self.state.outcomes(folder)
         done = {k: o for k, o in self.state.outcome_map(folder).items() if o.task_digest in ("", _digest(tasks, k))}
         kit = self._kit(eta)
         out: dict[str, TaskOutcome] = {}
         for n, task in enumerate(tasks, 1):
+            if settled is not None and settled(out):
+                self.on_event(f"[{label}] settled after {len(out)} of {len(tasks)} task(s): the rest cannot "
+                              "change the decision")
+                break
             if task.id in done:
                 out[task.id] = done[task.id]
                 continue
@@ -479,6 +488,9 @@ class EvolveLoop:
         groups = {t.id: t.group for t in evolve}
         base = await self._run_set(evolve, eta, d / "base", f"{i} evolve base")
         before = {t: o.success for t, o in base.items()}
+        # the tasks the current η fails first: a configuration that gains none of them can never
+        # gain net, and its measurement stops there (see _settled)
+        evolve = sorted(evolve, key=lambda t: (before[t.id], t.id))
         measured: dict[str, Paired] = {}
         helpful: list[Candidate] = []
         for c in proposals.candidates:
@@ -487,7 +499,8 @@ class EvolveLoop:
             except RevisionError as exc:
                 self.on_event(f"candidate {c.id} no longer applies: {exc.reason}")
                 continue
-            runs = await self._run_set(evolve, after_eta, d / c.id, f"{i} evolve {c.id}")
+            runs = await self._run_set(evolve, after_eta, d / c.id, f"{i} evolve {c.id}",
+                                       settled=_settled(before, groups, 1))
             paired = Paired(label=c.id, groups=groups, before=before, after={t: o.success for t, o in runs.items()})
             measured[c.id] = paired
             self.on_event(f"candidate {c.id}: +{len(paired.gained)} -{len(paired.lost)} (net {paired.net:+d})")
@@ -499,7 +512,8 @@ class EvolveLoop:
         if len(helpful) >= 2:
             combined, members = _combine(eta, helpful, f"evolve-{i:02d}-set")
             if len(members) >= 2:
-                runs = await self._run_set(evolve, apply_revision(eta, combined), d / "set", f"{i} evolve set")
+                runs = await self._run_set(evolve, apply_revision(eta, combined), d / "set", f"{i} evolve set",
+                                           settled=_settled(before, groups, MIN_GAIN))
                 measured["set"] = Paired(label="set", groups=groups, before=before,
                                          after={t: o.success for t, o in runs.items()})
                 if accepts(measured["set"]):
@@ -530,6 +544,31 @@ class EvolveLoop:
         )
         return Revision(id=f"evolve-{i:02d}-{digest}", base_version=eta.version, rationale=rationale[:1000],
                         ops=combined.ops, source="evolve")
+
+
+def _settled(before: dict[str, bool], groups: dict[str, str], need: int) -> Callable[[dict[str, TaskOutcome]], bool]:
+    """Whether the outcomes so far already prove a configuration cannot reach a net gain of ``need``
+    with no group losing more than :data:`MAX_GROUP_LOSS`, whatever the tasks not yet run do.
+
+    Exact, never a guess: the best the rest can do is pass every task the current η fails and
+    lose nothing. A configuration so settled is refused as it would be after a full run.
+    """
+
+    def settled(out: dict[str, TaskOutcome]) -> bool:
+        lost: dict[str, int] = {}
+        net = 0
+        for t, o in out.items():
+            if o.success and not before[t]:
+                net += 1
+            elif before[t] and not o.success:
+                net -= 1
+                lost[groups[t]] = lost.get(groups[t], 0) + 1
+        if max(lost.values(), default=0) > MAX_GROUP_LOSS:
+            return True
+        open_gains = sum(1 for t, ok in before.items() if not ok and t not in out)
+        return net + open_gains < need
+
+    return settled
 
 
 def _combine(eta: Eta, candidates: Sequence[Candidate], rev_id: str) -> tuple[Revision, list[Candidate]]:

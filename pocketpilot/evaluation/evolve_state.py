@@ -122,6 +122,7 @@ class Paired(_Record):
     """Task id → group."""
     before: dict[str, bool]
     after: dict[str, bool]
+    """Only the tasks run: a measurement stops once the rest cannot change the decision."""
 
     @property
     def gained(self) -> list[str]:

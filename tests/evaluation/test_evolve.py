@@ -111,6 +111,11 @@ def test_a_candidate_that_breaks_a_group_is_not_accepted(team_tasks: Path, tmp_p
     decision = Decision.model_validate_json((out / "iter-01" / "decision.json").read_text())
     assert decision.measured and decision.accepted == [] and decision.revision is None
     assert not list((out / "eta.json.revisions").glob("*/*.json"))
+    # the candidate gained none of the tasks the current η fails, so its measurement stopped there:
+    # the tasks η passes were never run under it (they could only lower its net)
+    (paired,) = decision.measured.values()
+    base_fails = {t for t, ok in paired.before.items() if not ok}
+    assert set(paired.after) == base_fails and len(paired.after) < len(paired.before)
 
 
 def test_a_killed_run_resumes_at_the_episode_it_stopped_at(team_tasks: Path, tmp_path: Path) -> None:
