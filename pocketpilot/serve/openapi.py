@@ -92,7 +92,8 @@ def openapi_schema() -> dict[str, Any]:
                 "name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"},
                 "description": "Resume after this event: every later event comes exactly once."}], "get": {
                 "summary": "The session's events as Server-Sent Events: each run's trace records "
-                           "(header, step, end) as written, plus request, question, answer, state, error",
+                           "(header, step, end) as written, plus request, question, answer, state, error, "
+                           "expired (an idle session closing) and gap (an old trace line no longer readable)",
                 "responses": {"200": {"description": "event stream",
                                       "content": {"text/event-stream": {"schema": {"type": "string"}}}},
                               **session_errors}}},
