@@ -51,16 +51,27 @@ SCHEMA = "pocketpilot.bench.bfcl/1"
 PlannerFor = Callable[[BfclTask, str], Planner]
 
 
+def turn_rate(outcomes: Sequence[BfclOutcome]) -> float:
+    """Turn-level accuracy: turns BFCL's checker accepted, of every turn of the tasks.
+
+    A turn left unrun after a failed one (the default stops there) counts as not passed, so the
+    figure never rises by stopping early; ``--all-turns`` judges every turn.
+    """
+    turns = sum(o.turns for o in outcomes)
+    return sum(sum(c.valid for c in o.checks) for o in outcomes) / turns if turns else 0.0
+
+
 def summary(outcomes: Sequence[BfclOutcome]) -> dict[str, Any]:
-    """Pass rate, turns passed, medians of wall time and steps per task."""
+    """Pass rate (task level), turns passed (turn level), medians of wall time and steps per task."""
     if not outcomes:
         return {"tasks": 0}
     return {
         "tasks": len(outcomes),
         "passed": sum(o.success for o in outcomes),
         "pass_rate": sum(o.success for o in outcomes) / len(outcomes),
-        "turns_passed_rate": sum(sum(c.valid for c in o.checks) for o in outcomes)
-        / sum(o.turns for o in outcomes),
+        "turns": sum(o.turns for o in outcomes),
+        "turns_passed": sum(sum(c.valid for c in o.checks) for o in outcomes),
+        "turns_passed_rate": turn_rate(outcomes),
         "median_wall_s": statistics.median(o.wall_s for o in outcomes),
         "median_steps": statistics.median(o.steps for o in outcomes),
         "errors": sum(o.error is not None for o in outcomes),
@@ -116,6 +127,8 @@ def report(
             harness = sum(done["harness"][i].success for i in both) / len(both)
             out["paired_tasks"] = len(both)
             out["lift_points"] = round(100 * (harness - bare), 2)
+            turns = {m: turn_rate([done[m][i] for i in both]) for m in ("bare", "harness")}
+            out["turn_lift_points"] = round(100 * (turns["harness"] - turns["bare"]), 2)
     return out
 
 
@@ -186,12 +199,14 @@ def print_summary(data: dict[str, Any], label: dict[str, str] | None = None) -> 
         print(
             f"{(label or {}).get(mode, mode):<22} {s['passed']}/{s['tasks']} = "
             f"{100 * s['pass_rate']:.1f}% tasks, "
-            f"{100 * s['turns_passed_rate']:.1f}% turns passed; median {s['median_wall_s']:.2f}s, "
+            f"{s['turns_passed']}/{s['turns']} = {100 * s['turns_passed_rate']:.1f}% turns passed; "
+            f"median {s['median_wall_s']:.2f}s, "
             f"{s['median_steps']} steps per task; {s['errors']} errors"
         )
     if "lift_points" in data:
         print(
             f"lift (harness - bare, {data['paired_tasks']} paired tasks): {data['lift_points']:+.1f} points"
+            f" task level, {data.get('turn_lift_points', 0.0):+.1f} points turn level"
         )
 
 

@@ -1,0 +1,88 @@
+"""bench/bench_history.py: token F1, the stated sample, and the bare-vs-harness report, without a model."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.tasks import oracle_actions
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_history.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_history", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_history"] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop("bench_history", None)
+
+
+def test_token_f1_is_squad_style_and_takes_the_best_form(bench) -> None:
+    assert bench.token_f1("The Salt Orchard.", ["The Salt Orchard"]) == 1.0
+    assert bench.token_f1("It is on 3 June", ["3 June", "June 3"]) == pytest.approx(2 * (2 / 5) / (2 / 5 + 1))  # five tokens, two right
+    assert bench.token_f1("€45", ["45 euros", "€45"]) == 1.0
+    assert bench.token_f1("", ["anything"]) == 0.0
+    assert bench.token_f1("no idea", ["Biscuit"]) == 0.0
+
+
+def test_a_sample_holds_questions_and_actions_in_proportion_and_is_the_same_each_time(bench) -> None:
+    first = bench.select("dev", 8, [])
+    assert [t.id for t in first] == [t.id for t in bench.select("dev", 8, [])]
+    kinds = [bench.kind_of(t) for t in first]
+    assert len(first) == 8 and kinds.count("action") == 2 and kinds.count("question") == 6
+    assert {t.split for t in first} == {"dev"}
+
+
+def test_oracle_runs_fill_every_column_resume_and_show_the_lift(bench, tmp_path) -> None:
+    tasks = bench.select("dev", 3, [])
+    out = tmp_path / "history.json"
+    calls: list[tuple[str, str]] = []
+
+    def oracle(task, mode):
+        calls.append((task.id, mode))
+        return ScriptedPlanner(oracle_actions(task))
+
+    data = asyncio.run(bench.run_modes(tasks, oracle, out=out, meta={"planner": {"model": "oracle"}},
+                                       log=lambda line: None))
+    assert calls == [(t.id, m) for t in tasks for m in ("bare", "harness")]
+    for mode in ("bare", "harness"):
+        s = data["runs"][mode]["summary"]
+        assert s["pass_rate"] == 1.0 and s["answered_rate"] == 1.0 and s["asked_back_rate"] == 0.0
+        assert s["mean_f1"] == 1.0
+    assert data["lift_points"] == 0.0 and data["f1_lift"] == 0.0
+    harness_rows = data["runs"]["harness"]["rows"]
+    assert all(r["prior_messages"] == 0 for r in harness_rows)  # the harness gets the store, not the chat
+    assert all(r["prior_messages"] > 0 for r in data["runs"]["bare"]["rows"])
+    assert json.loads(out.read_text())["runs"]["bare"]["summary"]["tasks"] == 3
+    calls.clear()
+    asyncio.run(bench.run_modes(tasks, oracle, out=out, meta={"planner": {"model": "oracle"}}, log=lambda line: None))
+    assert calls == []  # every pair resumed from the report
+    text = bench.table(data)
+    assert "| bare | 3 | 100.0%" in text and "lift (harness - bare, 3 paired tasks): +0.0 points" in text
+
+
+def test_asked_back_and_a_wrong_answer_count_against_a_mode(bench) -> None:
+    task = next(t for t in bench.select("dev", None, []) if bench.kind_of(t) == "question")
+    asked = ScriptedPlanner([{"kind": "ask_user", "question": task.goal}])
+    wrong = ScriptedPlanner([{"kind": "finish", "summary": "I do not know."}])
+    planners = {"bare": wrong, "harness": asked}
+    data = asyncio.run(bench.run_modes([task], lambda t, m: planners[m], meta={}, log=lambda line: None))
+    bare, harness = (data["runs"][m]["summary"] for m in ("bare", "harness"))
+    assert bare["answered_rate"] == 1.0 and bare["mean_f1"] == 0.0 and bare["pass_rate"] == 0.0
+    assert harness["asked_back_rate"] == 1.0 and harness["answered_rate"] == 0.0
+
+
+def test_bad_arguments_exit_2(bench) -> None:
+    assert bench.main(["--modes", "both"]) == 2
+    assert bench.main(["--sample", "0"]) == 2
