@@ -42,7 +42,6 @@ from ..harness.observer import RunObserver
 from ..memory import Embedder
 from ..tasks import TaskSpec
 from .task_session import (
-    PRIOR_BUDGET,
     HarnessKit,
     Mode,
     RunSettings,
@@ -239,7 +238,7 @@ async def run_task(
     config: HarnessConfig | None = None,
     embedder: Embedder | None = None,
     kit: HarnessKit | None = None,
-    prior_budget: int = PRIOR_BUDGET,
+    prior_budget: int | None = None,
     on_step: Callable[[Step], None] | None = None,
     confirm: ConfirmationPolicy | None = None,
     observer: RunObserver | None = None,
@@ -258,7 +257,8 @@ async def run_task(
         config: Budgets; default the task's (its steps and context budgets, under ``settings``).
         embedder: Vector backend of the task's memory store (harness mode); None is keyword-only.
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
-        prior_budget: Token budget of the earlier conversation (bare mode).
+        prior_budget: Token budget of the earlier conversation (bare mode); None: what the
+            planner's context window leaves (:mod:`pocketpilot.evaluation.bare_window`).
         on_step: Called with each step as it is recorded (the CLI prints it).
         confirm: Who answers the harness's questions; default
             :class:`~pocketpilot.evaluation.task_session.TaskUser` (yes to the confirmations the request

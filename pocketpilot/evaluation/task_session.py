@@ -46,7 +46,7 @@ from ..harness.observer import RunObserver
 from ..memory import Embedder
 from ..skills.base import ToolGate
 from ..tasks import TaskSpec, prepare
-from ..tasks.memory_seed import prior_conversation
+from .bare_window import PRIOR_BUDGET, fit_bare_prior
 from ..tasks.run import EXPOSURES
 
 __all__ = [
@@ -67,8 +67,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Mode = Literal["harness", "bare"]
-PRIOR_BUDGET = 1500
-"""Tokens of earlier conversation a bare planner gets (the oldest messages go first)."""
 RECALL_K = 5
 
 
@@ -312,7 +310,7 @@ async def run_task_session(
     config: HarnessConfig | None = None,
     embedder: Embedder | None = None,
     kit: HarnessKit | None = None,
-    prior_budget: int = PRIOR_BUDGET,
+    prior_budget: int | None = None,
     on_step: Callable[[Step], None] | None = None,
     confirm: ConfirmationPolicy | None = None,
     observer: RunObserver | None = None,
@@ -328,7 +326,8 @@ async def run_task_session(
         config: Budgets; default :func:`task_config` (the task's, under ``settings``).
         embedder: Vector backend of the task's memory store (harness mode); None is keyword-only.
         kit: Skills, gates and guidance of the harness; default :func:`load_harness_kit`.
-        prior_budget: Token budget of the earlier conversation (bare mode).
+        prior_budget: Token budget of the earlier conversation (bare mode); None: what the planner's
+            context window leaves, the newest messages first (:mod:`.bare_window`).
         on_step: Called with each step as it is recorded.
         confirm: Who answers the harness's questions; default :class:`TaskUser` (the world is
             disposable and tasks judge the calls they ask for themselves); the CLI asks its user.
@@ -378,7 +377,9 @@ async def run_task_session(
         else:
             if exposure == "phone":
                 cfg = await _tools_fit(cfg, planner, run.executor.tools())
-            prior = prior_conversation(task, planner.count_tokens, prior_budget)
+            await planner.load()  # the window is shared out in the model's own tokens
+            kinds = Session(planner, run.executor, config=cfg, policies=safety_policies()).kinds()
+            prior = fit_bare_prior(task, planner, cfg, run.executor.tools(), kinds, policy, prior_budget).messages
             session = Session(
                 planner,
                 run.executor,

@@ -31,7 +31,8 @@ from ..memory import (
 from ..memory.models import WriteResult
 from .spec import MemorySeed, TaskSpec
 
-__all__ = ["TASK_USER", "TaskMemory", "open_task_memory", "prior_conversation", "render_seed"]
+__all__ = ["TASK_USER", "PriorConversation", "TaskMemory", "fit_prior", "open_task_memory", "prior_conversation",
+           "render_seed"]
 
 logger = logging.getLogger(__name__)
 
@@ -110,23 +111,72 @@ def render_seed(seed: MemorySeed) -> ChatMessage:
     return ChatMessage(role=role, content=f"({when}) {seed.content}", section="prior")
 
 
-def prior_conversation(task: TaskSpec, count_tokens: Callable[[str], int], budget: int) -> list[ChatMessage]:
-    """The task user's memories as earlier conversation, oldest first, fitted to ``budget`` tokens.
+@dataclass(frozen=True)
+class PriorConversation:
+    """The earlier conversation a bare planner gets: the newest messages that fit, and what was left out."""
+
+    messages: list[ChatMessage]
+    """Oldest first; a note saying how many were left out comes first when any were."""
+    total: int
+    """The task user's memories, all of them."""
+    budget: int
+    """Tokens the messages were fitted to."""
+
+    @property
+    def dropped(self) -> int:
+        """Messages left out, oldest first, because they did not fit."""
+        return self.total - sum(1 for m in self.messages if m.section == "prior")
+
+
+PRIOR_NOTE = "({n} older messages of our conversation are not shown: they did not fit.)"
+"""Said first when the oldest messages were left out, as the context says of steps it leaves out."""
+
+
+def fit_prior(task: TaskSpec, count_tokens: Callable[[str], int], budget: int, *, overhead: int = 0,
+              note: bool = True) -> PriorConversation:
+    """The task user's memories as earlier conversation, the newest that fit ``budget`` tokens, oldest first.
 
     Only :data:`TASK_USER`'s seeds appear (another person's memories were never in this user's
-    conversation). When they do not fit, the oldest messages are dropped first, whole.
+    conversation). When they do not all fit, the oldest messages are dropped first, whole, and
+    (``note``) a first message says how many: the trace's preamble records it.
+
+    Args:
+        task: The task whose memories are replayed.
+        count_tokens: The planner's token count.
+        budget: Tokens the messages (and the note) may take.
+        overhead: Tokens the chat template adds around each message.
+        note: Say how many were left out.
     """
     seeds = sorted((s for s in task.memory if s.owner == TASK_USER), key=lambda s: s.created_at)
     messages = [render_seed(s) for s in seeds]
+    room = budget
+    said = note and sum(count_tokens(m.content) + overhead for m in messages) > budget
+    if said:
+        widest = count_tokens(PRIOR_NOTE.format(n=len(messages))) + overhead
+        said = widest <= budget  # a window with no room for the note gets none
+        room -= widest if said else 0
     kept: list[ChatMessage] = []
     used = 0
     for message in reversed(messages):
-        cost = count_tokens(message.content)
-        if used + cost > budget:
+        cost = count_tokens(message.content) + overhead
+        if used + cost > room:
             break
         kept.append(message)
         used += cost
     kept.reverse()
-    if len(kept) < len(messages):
-        logger.debug("%s: %d oldest earlier messages dropped for budget", task.id, len(messages) - len(kept))
-    return kept
+    dropped = len(messages) - len(kept)
+    if dropped:
+        logger.debug("%s: %d oldest earlier messages dropped for budget", task.id, dropped)
+        if said:
+            kept.insert(0, ChatMessage(role="user", content=PRIOR_NOTE.format(n=dropped), section="prior_note"))
+    return PriorConversation(messages=kept, total=len(messages), budget=budget)
+
+
+def prior_conversation(task: TaskSpec, count_tokens: Callable[[str], int], budget: int) -> list[ChatMessage]:
+    """The task user's memories as earlier conversation, oldest first, fitted to ``budget`` tokens.
+
+    Only :data:`TASK_USER`'s seeds appear (another person's memories were never in this user's
+    conversation). When they do not fit, the oldest messages are dropped first, whole (see
+    :func:`fit_prior` for the form that says so).
+    """
+    return fit_prior(task, count_tokens, budget, note=False).messages
