@@ -238,3 +238,16 @@ def test_one_iteration_with_the_small_model(team_tasks: Path, tmp_path: Path, te
     decision = Decision.model_validate_json((out / "iter-01" / "decision.json").read_text())
     assert len(decision.measured) <= 1 and all(len(p.after) == 2 for p in decision.measured.values())
     assert "| 1 |" in (out / "report.md").read_text()
+
+
+def test_a_revision_the_reviewer_removes_is_rejected_and_the_loop_goes_on(team_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = asyncio.run(h.make_loop(out, team_tasks, h.OraclePlanners(), auto_approve=False).run(2))
+    assert first.waiting_for
+    before = load_eta(out / "eta.json").version
+    (out / "eta.json.revisions" / "pending" / f"{first.waiting_for}.json").unlink()  # the reviewer says no
+    again = asyncio.run(h.make_loop(out, team_tasks, h.OraclePlanners(), auto_approve=False).run(2))
+    rows = iteration_rows(h.make_loop(out, team_tasks, h.OraclePlanners()).state)
+    assert rows[0].review is not None and rows[0].review.status == "rejected"
+    assert json.loads((out / "iter-02" / "start.json").read_text())["eta_version"] == before
+    assert again.iterations_done == 2 or again.waiting_for  # iteration 2 may propose the note again
