@@ -65,7 +65,9 @@ def iteration_rows(state: StateFolder) -> list[IterationRow]:
         row.review = state.read(d / "review.json", Review)
         measured = sorted((d / "evolve").iterdir()) if (d / "evolve").is_dir() else []
         row.seconds = {"dev": sum(o.wall_s for o in row.dev),
-                       "evolve": sum(o.wall_s for m in measured for o in state.outcome_map(m).values())}
+                       "base": sum(o.wall_s for o in row.evolve_before),
+                       "candidates": sum(o.wall_s for m in measured if m.name != "base"
+                                         for o in state.outcome_map(m).values())}
         if row.decision is not None:
             accepted = row.decision.accepted
             label = "set" if len(accepted) > 1 else (accepted[0] if accepted else None)
@@ -85,7 +87,7 @@ def markdown_table(rows: list[IterationRow]) -> str:
     groups = sorted({o.group for r in rows for o in [*r.dev, *r.evolve_before]})
     head = ["iter", "η", "dev", *[f"dev {g}" for g in groups], "evolve before", "evolve after",
             *[f"evolve {g} before→after" for g in groups], "candidates (measured/proposed)", "accepted",
-            "review", "experience", "minutes dev/evolve"]
+            "review", "experience", "minutes dev/base/candidates"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         after = r.evolve_after
@@ -103,10 +105,11 @@ def markdown_table(rows: list[IterationRow]) -> str:
             _rate(r.evolve_before), _rate(after) if after is not None else "-",
             *[f"{_rate(r.evolve_before, g)} → {_rate(after, g) if after is not None else '-'}" for g in groups],
             proposed, accepted, review, exp,
-            f"{r.seconds.get('dev', 0) / 60:.1f}/{r.seconds.get('evolve', 0) / 60:.1f}",
+            "/".join(f"{r.seconds.get(k, 0) / 60:.1f}" for k in ("dev", "base", "candidates")),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     rule = ("Acceptance rule: on the same evolve tasks, net gain (newly passed minus newly failed) >= 2 and no "
             "group losing more than 1 task. Pass rates: % (passed/tasks) under the iteration's η (before) and "
-            "under what was accepted (after).")
+            "under what was accepted (after). Minutes: summed episode wall time of the dev sample, the evolve sample "
+            "under the current η, and every candidate's evolve measurement.")
     return "\n".join([*lines, "", rule])
