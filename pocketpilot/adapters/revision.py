@@ -30,10 +30,11 @@ from .compile import note_for_tools
 from .errors import EtaError, RevisionError
 from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
 from .experience import ExperienceConfig, ExperienceEntry, forget, merge
+from .tool_retrieval import ToolRetrievalSettings
 
 __all__ = [
     "AddExperience", "AddNote", "EvictExperience", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision",
-    "RevisionStore", "SetExperienceConfig", "SetOffer", "SetToolText",
+    "RevisionStore", "SetExperienceConfig", "SetOffer", "SetToolRetrieval", "SetToolText",
     "SetPolicy", "SetStopWords",
     "apply_revision",
 ]
@@ -135,8 +136,15 @@ class SetToolText(_Op):
     description: str | None = Field(default=None, min_length=1, max_length=1000)
 
 
+class SetToolRetrieval(_Op):
+    """Change tool exposure by retrieval: how many tools a step shows (None: every tool, retrieval off)."""
+
+    op: Literal["set_tool_retrieval"] = "set_tool_retrieval"
+    settings: ToolRetrievalSettings | None = None
+
+
 Op = Annotated[AddNote | ReplaceNote | RemoveNote | MapTool | SetPolicy | RemovePolicy | SetOffer | SetStopWords
-               | AddExperience | EvictExperience | SetExperienceConfig | SetToolText,
+               | AddExperience | EvictExperience | SetExperienceConfig | SetToolText | SetToolRetrieval,
                Field(discriminator="op")]
 
 
@@ -196,6 +204,7 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     stop_words = set(eta.stop_words)
     experience = list(eta.experience)
     experience_config = eta.experience_config
+    retrieval = eta.tool_retrieval
     for i, op in enumerate(rev.ops):
         ids = [n.id for n in notes]
         names = [p.name for p in policies]
@@ -210,6 +219,8 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
             experience = [e for e in experience if e.id != op.entry_id]
         elif isinstance(op, SetExperienceConfig):
             experience_config = op.config
+        elif isinstance(op, SetToolRetrieval):
+            retrieval = op.settings
         elif isinstance(op, SetToolText):
             if op.tool not in tools:
                 raise RevisionError(rev.id, f"ops[{i}]: unknown tool {op.tool!r}")
@@ -262,7 +273,8 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     # every other section of η (one a later feature adds included) carries over as it was
     kept = {name: getattr(eta, name) for name in Eta.model_fields}
     new = Eta(**{**kept, "tools": tools, "notes": notes, "policies": policies, "offers": offers,
-                 "stop_words": sorted(stop_words), "experience": experience, "experience_config": experience_config})
+                 "stop_words": sorted(stop_words), "experience": experience, "experience_config": experience_config,
+                 "tool_retrieval": retrieval})
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new

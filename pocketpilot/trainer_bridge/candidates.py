@@ -10,8 +10,9 @@ stop. What a harness can carry for those, each as a :class:`Candidate` holding a
 - ``tool_text``: repeated ``invalid_arguments``/``not_found`` on a tool (the findings'
   error codes, across episodes) → its description rewritten in η with the values its schema
   allows and an example call taken from a verified run (slotted); the app's code is untouched.
-- ``exposure``: a tool that was needed but not exposed → map it to a skill that exposes it,
-  else a note to ask rather than substitute (exposure itself is the deployment's).
+- ``exposure``: a tool that was needed but not exposed → where η exposes tools by retrieval,
+  a larger ``k`` (enough for every tool missed); else map it to a skill that exposes it, or a
+  note to ask rather than substitute (the session's tool list itself is the deployment's).
 - ``memory_policy``: retrieval misses and stale memories → η's memory guidance: the
   memory notes shown only with memory configured.
 - ``policy_off``: a policy the ablation shows costing tasks is left out (never a safety one).
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..adapters import Eta, Revision, RevisionError, apply_revision, render_diff
 from ..adapters.experience import ExperienceEntry, call_text
-from ..adapters.revision import AddExperience, EvictExperience, RemovePolicy, SetToolText
+from ..adapters.revision import AddExperience, EvictExperience, RemovePolicy, SetToolRetrieval, SetToolText
 from ..contracts import Episode
 from ..policy_registry import registered
 from .diagnosis import ARGUMENT_CODES, Diagnosis
@@ -44,6 +45,7 @@ __all__ = [
     "apply_candidate",
     "combine",
     "eviction_candidates",
+    "exposure_candidates",
     "experience_candidate",
     "experience_harm",
     "generate_candidates",
@@ -231,6 +233,37 @@ def tool_text_candidates(
     return out
 
 
+def exposure_candidates(diagnoses: Sequence[Diagnosis], eta: Eta, *, min_support: int = 2) -> list[Candidate]:
+    """Where η retrieves the tools a step shows, show more when needed tools were left out.
+
+    Reads ``wrong_tool_exposure`` findings (a needed tool outside the header's exposed tools)
+    on tools η knows; with support from ``min_support`` episodes, ``k`` grows by the number
+    of distinct tools missed (at least 4). Without retrieval there is nothing of η's to widen.
+    """
+    if eta.tool_retrieval is None:
+        return []
+    missed: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in diagnoses:
+        if not d.failed or d.eta_version not in (None, eta.version):
+            continue
+        for f in d.findings:
+            if f.category == "wrong_tool_exposure" and f.tool in eta.tools:
+                missed[f.tool].append({"episode_id": d.episode_id, "task_id": d.task_id, "steps": f.steps,
+                                       "code": f.code})
+    episodes = {e["episode_id"] for ev in missed.values() for e in ev}
+    if len(episodes) < min_support:
+        return []
+    settings = eta.tool_retrieval
+    k = min(128, settings.k + max(4, len(missed)))
+    if k == settings.k:
+        return []
+    c = _make("exposure", None, eta, [SetToolRetrieval(settings=settings.model_copy(update={"k": k}))],
+              f"{len(missed)} needed tool(s) not shown in {len(episodes)} failed episode(s) "
+              f"({', '.join(sorted(missed))}): show {k} tools per step instead of {settings.k}",
+              [e for ev in missed.values() for e in ev])
+    return [c] if c is not None else []
+
+
 # --------------------------------------------------------------------------- policies
 
 
@@ -289,6 +322,7 @@ def generate_candidates(
         out.append(exp)
     out.extend(eviction_candidates(eta, harm or {}))
     out.extend(tool_text_candidates(diagnoses, eta, experience=experience, min_support=min_support))
+    out.extend(exposure_candidates(diagnoses, eta, min_support=min_support))
     harness, _skipped = propose_revisions(diagnoses, eta, min_support=min_support)
     for h in harness:
         kind = _HARNESS_KINDS.get(h.category, "harness_note")

@@ -113,3 +113,21 @@ def test_harm_is_measured_where_an_entry_was_shown() -> None:
     after = [run("t1", False, ["exp-aaaa"]), run("t2", False, ["exp-aaaa", "exp-bbbb"]), run("t3", True, ["exp-bbbb"])]
     assert shown_experience(after[1]) == ["exp-aaaa", "exp-bbbb"]
     assert experience_harm({"t1": True, "t2": True, "t3": False}, after) == {"exp-aaaa": 2, "exp-bbbb": 0}
+
+
+def test_a_needed_tool_left_out_by_retrieval_widens_it() -> None:
+    from pocketpilot.adapters.tool_retrieval import ToolRetrievalSettings
+    from pocketpilot.trainer_bridge.candidates import exposure_candidates
+
+    def missing(eid: str):  # the criterion needed set_mode; the header's exposed tools lacked it
+        return make_episode([{"action": Finish(summary="done"), "results": []}], request="mute", tools=[OTHER],
+                            verdict=Verdict(success=False, criteria=[CriterionResult(
+                                name="call set_mode", passed=False, kind="call", tool="set_mode", missing=True)]),
+                            episode_id=eid)
+
+    diags = [diagnose(missing(f"x{i}"), known_tools=["set_mode", "get_mode"]) for i in range(2)]
+    assert exposure_candidates(diags, eta()) == []  # no retrieval in η: nothing of η's to widen
+    e = eta().model_copy(update={"tool_retrieval": ToolRetrievalSettings(k=3)})
+    [cand] = exposure_candidates(diags, e)
+    assert cand.kind == "exposure" and apply_candidate(e, cand).tool_retrieval.k == 7
+    assert exposure_candidates(diags[:1], e) == []
