@@ -54,7 +54,6 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
     """
     from ..adapters import load_eta
     from ..evaluation.evolve import CandidateProposer, EvolveLoop, ExperienceDistiller
-    from ..evaluation.evolve_report import iteration_rows, markdown_table
     from ..evaluation.evolve_state import EvolveSettings
     from ..evaluation.task_session import load_harness_kit
 
@@ -86,8 +85,7 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
                 await holder["close"]()
 
     result = asyncio.run(main())
-    table = markdown_table(iteration_rows(loop.state))
-    (Path(out) / "report.md").write_text(table + "\n", encoding="utf-8")
+    table = loop.write_report()
     click.echo("")
     click.echo(table)
     click.echo(f"\nreport: {Path(out) / 'report.md'}")

@@ -334,10 +334,19 @@ class EvolveLoop:
                 decision = await self._iteration(i)
                 accepted += decision.accepted
                 review = self._settle(i, decision)
+                self.write_report()
                 if review is None:
                     assert decision.revision is not None
                     return EvolveResult(i - 1, waiting_for=decision.revision.id, accepted=accepted)
         return EvolveResult(iterations, accepted=accepted)
+
+    def write_report(self) -> str:
+        """Write ``OUT/report.md`` (the per-iteration table, see :mod:`.evolve_report`) and return it."""
+        from .evolve_report import iteration_rows, markdown_table
+
+        table = markdown_table(iteration_rows(self.state))
+        (self.state.root / "report.md").write_text(table + "\n", encoding="utf-8")
+        return table
 
     def _review(self, i: int) -> Review | None:
         """The iteration's settled review, if it has one (a pending approval is settled here once given)."""

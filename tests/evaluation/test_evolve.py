@@ -87,6 +87,7 @@ def test_an_iteration_accepts_a_gain_writes_it_pending_and_waits_for_approval(te
     assert load_eta(out / "eta.json").version == first.version  # nothing applied before approval
     assert (out / "eta.json.revisions" / "pending" / f"{result.waiting_for}.json").exists()
     assert not (out / "iter-02").exists()
+    assert "| pending |" in (out / "report.md").read_text()  # written as each iteration ends
 
     approved = CliRunner().invoke(cli, ["adapter", "approve", str(out / "eta.json"), result.waiting_for, "--by", "rev"])
     assert approved.exit_code == 0, approved.output
