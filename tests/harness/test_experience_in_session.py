@@ -85,7 +85,7 @@ async def test_cli_learns_from_verified_traces_and_shows_it(registry, tmp_path) 
     good = {"kind": "tool_call", "calls": [{"name": "convert", "arguments": {"value": 42, "unit": "km"}}]}
     await Session(ScriptedPlanner([good, FINISH]), registry, verifier=_pass, trace_dir=tmp_path / "t").run(
         "convert 42 km to miles")
-    await Session(ScriptedPlanner([good, FINISH]), registry, trace_dir=tmp_path / "t").run("convert 42 km")  # no verdict
+    unjudged = await Session(ScriptedPlanner([good, FINISH]), registry, trace_dir=tmp_path / "t").run("convert 42 km")
     eta = Eta(tools={s.name: ToolEntry(description=s.description, parameters=s.parameters) for s in registry.tools()})
     path = save_eta(eta, tmp_path / "eta.json")
     runner = CliRunner()
@@ -99,6 +99,12 @@ async def test_cli_learns_from_verified_traces_and_shows_it(registry, tmp_path) 
     assert "experience: 1 workflow(s) from 1 run(s), shown on" in runner.invoke(cli, ["adapter", "show", str(path)]).output
     again = runner.invoke(cli, ["adapter", "learn", str(path), str(tmp_path / "t")])
     assert again.exit_code == 2 and again.output.count("\n") == 1 and "nothing new" in again.output
+    approved = runner.invoke(cli, ["adapter", "learn", str(path), str(tmp_path / "t"), "--approved",
+                                   unjudged.header.episode_id, "--owner", "alice", "--id", "learn2"])
+    assert approved.exit_code == 0, approved.output
+    runner.invoke(cli, ["adapter", "approve", str(path), "learn2", "--by", "rev"])
+    owners = sorted((e.owner or "", len(e.provenance)) for e in load_eta(path).experience)
+    assert owners == [("", 1), ("alice", 2)]  # the user's approval counts; the owner's runs are the owner's
     empty = tmp_path / "empty"
     empty.mkdir()
     assert runner.invoke(cli, ["adapter", "learn", str(path), str(empty)]).exit_code == 2
