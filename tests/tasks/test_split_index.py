@@ -8,16 +8,19 @@ import pytest
 import yaml
 
 from pocketpilot.errors import TaskSpecError
+from pocketpilot.tasks import split_lock
 from pocketpilot.tasks.split_index import load_split_tasks, read_split_index, split_index_of
-from pocketpilot.tasks.suite import SUITE_DIR, load_generated_suite
+from pocketpilot.tasks.suite import SUITE_DIR, SUITE_LOCK
 
 
-def test_the_committed_suite_index_matches_its_files() -> None:
+def test_the_committed_suite_index_matches_its_record() -> None:
+    """Cheap (no task file read): the test ids are the locked test split's, the counts the manifest's."""
     index = read_split_index(SUITE_DIR)
-    by_split: dict[str, list[str]] = {}
-    for task in load_generated_suite():
-        by_split.setdefault(task.split, []).append(task.id)
-    assert {k: sorted(v) for k, v in by_split.items()} == {k: v for k, v in index.items() if v}
+    assert set(index["test"]) == set(split_lock.recorded_test_split(SUITE_LOCK))
+    counts = yaml.safe_load((SUITE_DIR / "MANIFEST.yml").read_text())["by_group_split"]
+    for split in ("dev", "evolve", "test"):
+        assert len(index[split]) == sum(n for k, n in counts.items() if k.endswith(f"/{split}"))
+    assert len({t for ids in index.values() for t in ids}) == sum(counts.values())
     assert split_index_of([{"id": "b", "split": "dev"}, {"id": "a", "split": "dev"}]) == \
         {"dev": ["a", "b"], "evolve": [], "test": []}
 
@@ -45,3 +48,13 @@ def test_only_the_asked_splits_load_and_a_stale_index_is_refused(tmp_path) -> No
     (folder / "MANIFEST.yml").unlink()
     with pytest.raises(TaskSpecError, match="split index"):
         load_split_tasks(folder, ["dev"])
+
+
+@pytest.mark.slow
+def test_the_committed_suite_index_matches_its_files() -> None:
+    from pocketpilot.tasks.suite import load_generated_suite
+
+    by_split: dict[str, list[str]] = {}
+    for task in load_generated_suite():
+        by_split.setdefault(task.split, []).append(task.id)
+    assert {k: sorted(v) for k, v in by_split.items()} == read_split_index(SUITE_DIR)
