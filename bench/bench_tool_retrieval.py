@@ -39,7 +39,7 @@ from pocketpilot.adapters.tool_retrieval import ToolRetrievalSettings, ToolRetri
 from pocketpilot.contracts import Delegate, ToolCallAction
 from pocketpilot.evaluation.task_session import RECALL_K
 from pocketpilot.memory.embedders import load_default_embedder
-from pocketpilot.tasks import prepare
+from pocketpilot.tasks import load_suite, prepare
 from pocketpilot.tasks.loader import _criterion_tools
 from pocketpilot.tasks.oracle import run_oracle
 from pocketpilot.tasks.suite import load_generated_suite
@@ -186,12 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keyword-only", action="store_true", help="the BM25 baseline alone (fast)")
     parser.add_argument("--vector-share", type=float, default=None)
     parser.add_argument("--state-weight", type=float, default=None)
+    parser.add_argument("--state-vectors", action="store_true", help="embed each step's state too")
+    parser.add_argument("--no-clause-vectors", action="store_true", help="match a request's clauses by keywords only")
+    parser.add_argument("--tasks", default=None, help="a task folder instead of the generated suite's (its --split)")
     parser.add_argument("--json", default=None, help="write the figures here")
     args = parser.parse_args(argv)
     if any(k < 1 for k in args.k):
         parser.error("K must be >= 1")
 
-    tasks = load_generated_suite(args.split)
+    tasks = load_suite(args.split, directory=args.tasks) if args.tasks else load_generated_suite(args.split)
     tasks = tasks[:: args.every][: args.limit]
     embedder = load_default_embedder()
     t0 = time.perf_counter()
@@ -206,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         base["vector_share"] = args.vector_share
     if args.state_weight is not None:
         base["state_weight"] = args.state_weight
+    if args.state_vectors:
+        base["state_vectors"] = True
+    if args.no_clause_vectors:
+        base["clause_vectors"] = False
     rows = []
     for k in args.k:
         for hybrid in (False, True):

@@ -80,6 +80,12 @@ class ToolRetrievalSettings(BaseModel):
     """The cosine's share of the fused relevance; BM25 gets the rest."""
     state_weight: float = Field(default=0.5, ge=0.0, le=4.0)
     """How much the step's state (the last results) counts beside the request."""
+    clause_vectors: bool = True
+    """Embed each clause of a multi-part request too (in the same embedder call as the request);
+    off, clauses are matched by keywords only."""
+    state_vectors: bool = False
+    """Embed the state too (one embedder call per step); off, the state is matched by keywords
+    only and a step costs no model call (the request side is embedded once per run)."""
     more_tools: bool = True
     """Offer the :data:`MORE_TOOLS` tool, which widens the exposed set."""
     more_k: int = Field(default=6, ge=1, le=64)
@@ -241,13 +247,16 @@ class ToolRetriever:
             self._indexes.move_to_end(key)
         return found
 
-    def scores(self, index: ToolIndex, text: str, cos: np.ndarray | None = None) -> np.ndarray:
+    def scores(self, index: ToolIndex, text: str, cos: np.ndarray | None = None, *, vectors: bool = True) -> np.ndarray:
         """Fused relevance of every tool of ``index`` to ``text``, in [0, 1] (higher is better).
 
-        ``cos``: the tools' cosines with ``text`` when the caller embedded it already (None: embed it here).
+        ``cos``: the tools' cosines with ``text`` when the caller embedded it already (None: embed
+        it here, unless ``vectors`` is False: keywords alone).
         """
         kw = index.bm25(_terms(text))
-        if cos is None:
+        if not vectors:
+            cos = None
+        elif cos is None:
             cos = index.cosines([text])[0]
         keyword = [(i, float(s)) for i, s in enumerate(kw) if s > 0]
         keyword.sort(key=lambda p: -p[1])
@@ -317,9 +326,12 @@ class RetrievedExposure:
         clauses = clauses if len(clauses) > 1 else []
         told = "\n".join(e for e in evidence if e.strip())[:_EVIDENCE_CHARS]
         parts = [*clauses, *([told] if told else [])]
-        cos = self._index.cosines([request, *parts])  # one embedder call for the whole request side
+        embedded = [request, *(parts if retriever.settings.clause_vectors else parts[len(clauses):])]
+        cos = self._index.cosines(embedded)  # one embedder call for the whole request side
+        vecs = cos[1:] if retriever.settings.clause_vectors else [None] * len(clauses) + cos[1:]
         self._whole = retriever.scores(self._index, request, cos[0])
-        self._parts = [retriever.scores(self._index, c, v) for c, v in zip(parts, cos[1:], strict=True)]
+        self._parts = [retriever.scores(self._index, c, v, vectors=v is not None or c not in clauses)
+                       for c, v in zip(parts, vecs, strict=True)]
 
     def ranked(self, state: str = "") -> list[str]:
         """Every tool, best first: the request with ``state``, then each clause's best in turn.
@@ -331,7 +343,8 @@ class RetrievedExposure:
         main = self._whole
         state = state[:_STATE_CHARS]
         if state.strip() and weight > 0:
-            main = main + weight * self._retriever.scores(self._index, state)
+            main = main + weight * self._retriever.scores(self._index, state,
+                                                          vectors=self._retriever.settings.state_vectors)
         lists = [np.argsort(-main, kind="stable"), *(np.argsort(-p, kind="stable") for p in self._parts)]
         out: dict[int, None] = {}
         for row in zip(*lists, strict=True):

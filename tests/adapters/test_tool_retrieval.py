@@ -252,3 +252,38 @@ async def test_a_destructive_tool_reached_through_more_tools_still_needs_confirm
     result = episode.steps[1].results[0]
     assert not result.ok and "erase_picture" not in erased
     assert MORE_TOOLS not in erased  # the harness answers it; the executor never sees it
+
+
+# ---------------------------------------------------------------- η and a task's run
+
+
+def test_eta_switches_retrieval_on_and_leaves_its_version_alone_when_off() -> None:
+    from pocketpilot.adapters import compile_eta, session_kwargs
+
+    specs = _world().tools()
+    eta = compile_eta(specs)
+    on = eta.model_copy(update={"tool_retrieval": ToolRetrievalSettings(k=3)})
+    assert "tool_retrieval" not in eta.content() and on.version != eta.version
+    assert "tool_exposure" not in session_kwargs(eta, specs, request="will it rain?")
+    exposure = session_kwargs(on, specs, request="will it rain?")["tool_exposure"]
+    assert isinstance(exposure, ToolExposure)
+    assert len(exposure.start(specs, "will it rain?", []).expose("", [])) == 3
+
+
+async def test_a_whole_phone_task_runs_with_retrieved_tools() -> None:
+    from pocketpilot.evaluation.compare import load_harness_kit, run_task
+    from pocketpilot.evaluation.task_session import RunSettings
+    from pocketpilot.tasks import load_suite, oracle_actions, prepare
+
+    task = next(t for t in load_suite("dev") if t.id == "settings-wifi-off")
+    every = prepare(task, exposure="phone").world.tool_names()
+    assert len(every) > len(prepare(task).executor.tools())
+    kit = load_harness_kit()
+    planner = ScriptedPlanner(oracle_actions(task))
+    _, outcome = await run_task(task, planner, kit=kit, settings=RunSettings(exposure="phone", tool_k=8))
+    shown = _names(planner.requests[0].tools)
+    assert outcome.success and MORE_TOOLS in shown and len(shown) <= 9  # K retrieved, the widening tool
+    assert set(shown) - {MORE_TOOLS} <= set(every)
+    planner = ScriptedPlanner(oracle_actions(task))
+    _, outcome = await run_task(task, planner, kit=kit, settings=RunSettings(exposure="phone"))
+    assert outcome.success and set(_names(planner.requests[0].tools)) == set(every)  # no retrieval: all of them
