@@ -240,3 +240,62 @@ def test_an_action_cut_by_the_shared_budget_ends_as_length(no_model) -> None:
     decoder = FakeDecoder({"thought": "Thought: x\n", "action": '{"kind":"finish","summary":"' + "a" * 100 + '"}'})
     out, steps, _ = _plan(think=16, fill=False, max_tokens=40).decode(None, [1], threading.Event(), decoder, _detok)
     assert out.finish == "length" and len(out.ids) == 40 and steps[-1].finish == "length"
+
+
+# ------------------------------------------------------------------ feeding the KV cache between phases
+
+
+class FakeLlm:
+    """What ``_feed`` reads of a ``Llama``: the evaluated tokens, one-token passes, the last logits."""
+
+    def __init__(self, evaluated: list[int], n_vocab: int = 8) -> None:
+        import numpy as np
+
+        self.input_ids = np.zeros(64, dtype=np.intc)
+        self.input_ids[: len(evaluated)] = evaluated
+        self.n_tokens = len(evaluated)
+        self.passes: list[list[int]] = []
+        self._n_vocab = n_vocab
+        self._ctx = type("Ctx", (), {"ctx": None})()
+
+    @property
+    def _input_ids(self):  # noqa: ANN202
+        return self.input_ids[: self.n_tokens]
+
+    def n_vocab(self) -> int:
+        return self._n_vocab
+
+    def eval(self, tokens: list[int]) -> None:
+        self.passes.append(list(tokens))
+        self.input_ids[self.n_tokens : self.n_tokens + len(tokens)] = tokens
+        self.n_tokens += len(tokens)
+
+
+@pytest.fixture
+def logits(monkeypatch):
+    """llama.cpp's last logits: token t scores t after a pass over token 1, else 0 (a fixed row)."""
+    import ctypes
+
+    import llama_cpp
+
+    row = (ctypes.c_float * 8)(*range(8))
+    monkeypatch.setattr(llama_cpp, "llama_get_logits_ith",
+                        lambda ctx, i: ctypes.cast(row, ctypes.POINTER(ctypes.c_float)))
+    return row
+
+
+def test_feeding_evaluates_only_what_the_cache_lacks_one_token_a_pass(logits) -> None:
+    import math
+
+    llm = FakeLlm([5, 6, 7, 1])  # the prompt and the thought's tokens; the thought's last token not evaluated
+    context = [5, 6, 7, 1, 2, 3]  # ... + the thought's last token (2) + an inserted newline (3)
+    lps, passes = phases._feed(llm, context, inserted=1)
+    assert llm.passes == [[2]] and passes == 1 and llm.n_tokens == 5  # the cache holds all but the last token
+    lse = math.log(sum(math.exp(x) for x in range(8)))
+    assert lps == [pytest.approx(3 - lse)]  # the newline's log-prob from the pass before it
+    llm = FakeLlm([5, 6, 7, 1, 2, 3])  # a decoder that also evaluated the line's last token
+    lps, passes = phases._feed(llm, [5, 6, 7, 1, 2, 3], inserted=0)
+    assert llm.passes == [] and llm.n_tokens == 5 and lps == [] and passes == 0
+    llm = FakeLlm([5, 6, 7, 1, 2])
+    lps, passes = phases._feed(llm, [5, 6, 7, 1, 2, 3], inserted=1)  # the delimiter's row must be computed again
+    assert llm.passes == [[2]] and len(lps) == 1 and llm.n_tokens == 5
