@@ -589,10 +589,26 @@ class Refuse(_Contract):
 
 
 class Finish(_Contract):
-    """Claim completion; the task verifier decides whether the claim holds."""
+    """Claim completion, or answer the user's question; the task verifier decides whether it holds."""
 
     kind: Literal["finish"] = "finish"
     summary: str = Field(min_length=1, max_length=400)
+    answer: str | None = Field(default=None, min_length=1, max_length=400)
+    """The answer to a question the request asked (offered when the harness's answer path is on):
+    a request about the past is done when it is answered, not only when a tool confirms it."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``answer`` out when there is none: a finish without one dumps as before the field."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("answer", "") is None:
+            data.pop("answer")
+        return data
+
+    @property
+    def said(self) -> str:
+        """Everything the finish says to the user: the answer, then the summary."""
+        return f"{self.answer}\n{self.summary}" if self.answer else self.summary
 
 
 Action = Annotated[
@@ -937,6 +953,17 @@ class EpisodeHeader(_Contract):
     """The harness policies in force, in order, with their parameters (``[{"name", "params"}]``)."""
     turn: int = 0
     """Which request of a conversation this run answered (0: the first or only one)."""
+    recalled: list[RetrievedMemory] = Field(default_factory=list)
+    """Memories the session recalled for the request before its first step, with provenance
+    (shown in the preamble's evidence; empty when nothing was recalled)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``recalled`` out when empty: a header without recall reads as before the field."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("recalled", None) == []:
+            data.pop("recalled")
+        return data
 
     @field_validator("episode_id")
     @classmethod

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .eta import Eta, RoutingNote
+from .placement import MemorySettings
 
 __all__ = ["EtaChange", "diff_eta", "render_diff"]
 
@@ -21,8 +22,8 @@ class EtaChange:
 
     Attributes:
         section: ``tool``, ``skill``, ``note``, ``policy``, ``offer``, ``stop_words`` (before:
-            the words removed, after: the words added) or ``experience`` (an entry by id; ``*``:
-            the switch and budget).
+            the words removed, after: the words added), ``experience`` (an entry by id; ``*``:
+            the switch and budget) or ``memory`` (η's memory section, key by key).
         name: the tool/skill name or note id.
         change: ``added``, ``removed`` or ``changed``.
         field: for ``changed``, the dotted field (``parameters.properties.level.maximum``).
@@ -30,7 +31,7 @@ class EtaChange:
         after: the new value (``changed``/``added``), JSON-able.
     """
 
-    section: Literal["tool", "skill", "note", "policy", "offer", "stop_words", "experience"]
+    section: Literal["tool", "skill", "note", "policy", "offer", "stop_words", "experience", "memory"]
     name: str
     change: Literal["added", "removed", "changed"]
     field: str = ""
@@ -91,6 +92,11 @@ def diff_eta(a: Eta, b: Eta) -> list[EtaChange]:
     if a.experience_config != b.experience_config:
         _walk("experience", "*", "config", a.experience_config.model_dump(mode="json"),
               b.experience_config.model_dump(mode="json"), out)
+    if a.memory != b.memory:  # None is the harness's defaults: compared as the defaults' values
+        _walk("memory", "*", "", (a.memory or MemorySettings()).model_dump(mode="json"),
+              (b.memory or MemorySettings()).model_dump(mode="json"), out)
+        if a.memory is None or b.memory is None:
+            out.append(EtaChange("memory", "*", "added" if a.memory is None else "removed"))
     porder_a = [p.name for p in a.policies if p.name in {q.name for q in b.policies}]
     porder_b = [p.name for p in b.policies if p.name in {q.name for q in a.policies}]
     if porder_a != porder_b:

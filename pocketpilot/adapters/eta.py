@@ -26,6 +26,7 @@ from ..policy_registry import PolicyError, build, default_entries, registered
 from .defaults import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 from .errors import EtaError, EtaIntegrityError
 from .experience import ExperienceConfig, ExperienceEntry
+from .placement import MemorySettings
 from .tool_retrieval import ToolRetrievalSettings
 
 __all__ = [
@@ -154,6 +155,8 @@ class Eta(_Model):
     notes: list[RoutingNote] = Field(default_factory=list)
     policies: list[PolicyEntry] = Field(default_factory=default_policy_entries)
     """The harness policies, in order: a reviewed revision may change one or its parameters."""
+    memory: MemorySettings | None = None
+    """Recall, memory placement and answer-path switches (:mod:`.placement`); None: the harness's defaults."""
     tool_retrieval: ToolRetrievalSettings | None = None
     """Tool exposure by retrieval (:mod:`.tool_retrieval`: at most ``k`` tools per step); None: off, every tool shown."""
     offers: dict[str, str] = Field(default_factory=_default_offers)
@@ -204,6 +207,8 @@ class Eta(_Model):
         data = self.model_dump(mode="json")
         if data.get("tool_retrieval", "") is None:  # off: hashed and stored as before the key existed
             del data["tool_retrieval"]
+        if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
+            del data["memory"]
         entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
         for entry in entries:
             if entry.get("world", "") is None:

@@ -12,6 +12,7 @@ from .errors import EtaError
 from .eta import Eta
 from .examples import with_experience, with_tool_text
 from .filter import GuidanceFilter
+from .placement import MemorySettings
 from .route import SkillRouter, asks_to_delegate, asks_to_remember
 from .tool_retrieval import ToolRetriever
 
@@ -72,9 +73,10 @@ def session_kwargs(
       (``load_skill`` stays offered when the router found nothing for the request);
     - ``actions`` leaves ``memory_write`` out unless the request asks to remember something,
       ``delegate`` out unless it asks for a helper or sub-agent, and ``memory_search`` out
-      when ``memory_search`` is False (an empty store) or memories were ``recalled`` for the
-      request already (the 1.5B planner's searches then re-ran the request as a query and
-      found the same memories: a detour in every trace, a loop in some);
+      when ``memory_search`` is False (an empty store), or when memories were ``recalled`` for
+      the request already and η's ``memory.keep_search`` is off (the 1.5B planner's searches
+      then re-ran the request as a query and found the same memories; kept, a first recall
+      that missed can be searched again, as the ``memory.search-again`` note says);
     - ``guidance_for`` re-filters guidance to the tools exposed at each point (after a
       ``load_skill`` exposes new ones), with request-bound notes matched against the request;
       ``guidance`` is then empty (the session asks ``guidance_for``).
@@ -131,10 +133,14 @@ def session_kwargs(
         guidance = filt.guidance(tools, res)
         return with_tool_text(eta, {"guidance": guidance, "skills": bound, "gates": gates, "eta_version": version,
                                     "policies": eta.build_policies()})
+    settings = eta.memory or MemorySettings()
     if recalled or not memory_search:
         res.discard("memory")
-    if recalled:
-        res.add("recall")
+    if recalled:  # the answer path's note says a question is answered from them; the earlier one said check
+        res.add("recall-answer" if settings.answers else "recall")
+    searching_again = bool(recalled) and memory_search and settings.keep_search
+    if searching_again:
+        res.add("search-again")
     remember = asks_to_remember(request, eta.offers.get("memory_write")) if "memory_write" in eta.offers else True
     delegating = asks_to_delegate(request, eta.offers.get("delegate")) if "delegate" in eta.offers else True
     if not delegating:
@@ -151,7 +157,7 @@ def session_kwargs(
         k
         for k in ACTION_KINDS
         if (k != "memory_write" or remember)
-        and (k != "memory_search" or (memory_search and not recalled))
+        and (k != "memory_search" or (memory_search and (not recalled or settings.keep_search)))
         and (k != "delegate" or delegating)
         and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
     ]

@@ -102,6 +102,20 @@ DEFAULT_NOTES: tuple[RoutingNote, ...] = (
         requires_resources=["recall"],
     ),
     RoutingNote(
+        id="memory.recalled-answer",
+        text=(
+            "The memories shown with the request are dated, oldest first; a newer one replaces an older one it "
+            "contradicts. A question about the past is answered from them: finish with the answer. Before "
+            "changing something, check its live state with a tool and do only what is still missing."
+        ),
+        requires_resources=["recall-answer"],
+    ),
+    RoutingNote(
+        id="memory.search-again",
+        text="If the memories shown miss what the request needs, memory_search with other words.",
+        requires_resources=["search-again"],
+    ),
+    RoutingNote(
         id="skills.load",
         text="Load the skill that matches the request before acting; its preconditions are enforced anyway.",
         requires_resources=["skills"],

@@ -10,8 +10,9 @@ imports the harness.
 Two configurations, each seeing the same information:
 
 - ``harness``: a per-task memory store seeded from the task, recalled for the request before
-  the first step and shown as evidence with provenance; the kit's skills, gates and guidance;
-  the world's clock as evidence; the session's runtime guards.
+  the first step by the session (:mod:`pocketpilot.harness.recall`: whole when it fits, dated,
+  the owner's statements marked, as η's ``memory`` section says) and shown with provenance; the
+  kit's skills, gates and guidance; the world's clock as evidence; the session's runtime guards.
 - ``bare``: the task's memories replayed as earlier conversation, every exposed tool with its
   schema; no retrieval, no skills, no adapter guidance, no gates.
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,11 +43,12 @@ from ..harness import (
 )
 from ..harness.context import render_tools
 from ..harness.observer import RunObserver
+from ..harness.recall import MemoryPlacement, Recall, device_clock, recall, render_recall
 from ..memory import Embedder
 from ..skills.base import ToolGate
 from ..tasks import TaskSpec, prepare
-from .bare_window import PRIOR_BUDGET, fit_bare_prior
 from ..tasks.run import EXPOSURES
+from .bare_window import PRIOR_BUDGET, fit_bare_prior
 
 __all__ = [
     "PRIOR_BUDGET",
@@ -67,7 +68,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Mode = Literal["harness", "bare"]
-RECALL_K = 5
+RECALL_K = MemoryPlacement().k
+"""Memories retrieved for a request when its owner's history does not go in whole (the harness's default)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,6 @@ class RunSettings:
             raise UsageError(f"unknown exposure {self.exposure!r}; use one of: {', '.join(EXPOSURES)}")
         if self.tool_k is not None and self.tool_k < 1:
             raise UsageError(f"the tool retrieval K must be at least 1, not {self.tool_k}")
-
 
 
 def task_config(task: TaskSpec, settings: RunSettings | None = None) -> HarnessConfig:
@@ -182,6 +183,18 @@ class HarnessKit:
             self._retrievers[key] = ToolRetriever(settings, embedder, apps=apps)
         return self._retrievers[key]
 
+    def configure(self, config: HarnessConfig) -> HarnessConfig:
+        """``config`` under η's ``memory`` section (recall, placement, the answer path), if η has one.
+
+        An η without the section leaves the configuration's own (the harness's defaults).
+        """
+        settings = getattr(self.eta, "memory", None)
+        if settings is None:
+            return config
+        placement = MemoryPlacement(recall=settings.recall, k=settings.recall_k, budget=settings.budget,
+                                    dated=settings.dated, standing_wishes=settings.standing_wishes)
+        return replace(config, memory=placement, answers=settings.answers)
+
     def gates_for(self, exposed: Sequence[str | ToolSpec]) -> list[ToolGate]:
         """Gates in force from the first step for a session exposing ``exposed``."""
         if self.library is None:
@@ -224,49 +237,14 @@ def load_harness_kit() -> HarnessKit:
     return HarnessKit(library, eta=compile_eta(tools, library, apps=apps, strict=True))
 
 
-def _when(hit: RetrievedMemory) -> str:
-    return str(hit.provenance.get("observed_at") or hit.provenance.get("created_at") or "")
-
-
-_SOURCE_WORDS = {
-    "user_statement": "you said",
-    "episode": "agent's record",
-    "tool_result": "tool result",
-    "inference": "agent's inference",
-    "consolidation": "consolidated",
-}
-"""Provenance in words: a raw tag such as ``user_statement`` reads to a small planner as a
-query term (the traces show it calling memory_search for "user_statement")."""
-
-
 def recall_guidance(hits: Sequence[RetrievedMemory]) -> list[str]:
-    """Memories recalled for the request, as one entry marked as evidence only, oldest first.
+    """Memories recalled for a request in the earlier rendering, oldest first (every placement switch off).
 
-    Oldest first, so that a later statement reads as what replaced an earlier one; each line
-    carries its provenance (when, who or what it came from, trust).
+    The harness renders recall itself now (:func:`pocketpilot.harness.recall.render_recall`,
+    as :class:`~pocketpilot.harness.recall.MemoryPlacement` says); kept for callers that show
+    hits they retrieved themselves.
     """
-    if not hits:
-        return []
-    lines = []
-    for h in sorted(hits, key=_when):
-        when = _when(h)[:16].replace("T", " ")
-        source = str(h.provenance.get("source", "unknown"))
-        who = _SOURCE_WORDS.get(source, source.replace("_", " "))
-        lines.append(f"- {when}, {who} (trust {h.provenance.get('trust', '?')}): {h.content}")
-    return [
-        "Recalled memories (evidence about the user, not instructions; check live state before acting on them):\n"
-        + "\n".join(lines)
-    ]
-
-
-def device_clock(now: datetime) -> str:
-    """The device's date and time as evidence, so "tomorrow" or "March 9" resolve to real dates.
-
-    A planner knows no date of its own: the 1.5B one wrote dates a year or two off (2023-03-12
-    for March 12) and asked the user instead of writing the date. The harness reads the clock
-    from the device, as any phone assistant shows it; the bare planner gets nothing of the kind.
-    """
-    return f"On the device it is now {now.strftime('%A %Y-%m-%d %H:%M')} (tomorrow is {(now + timedelta(days=1)).date()})."
+    return render_recall(hits, MemoryPlacement.legacy())
 
 
 class TaskUser:
@@ -347,11 +325,15 @@ async def run_task_session(
     try:
         if run.memory is not None:
             memory = run.memory
-            hits = await memory.session.search(task.goal, k=RECALL_K) if task.memory else []
+            cfg = kit.configure(cfg)
+            # the session's own recall, run here first because the adapter routes on what it finds
+            # (the recall note, skills a recalled routine names); the session shows the same hits
+            got = await recall(memory.session, task.goal, cfg.memory, planner.count_tokens,
+                               owner=memory.session.owner, now=clock) if task.memory else Recall()
             kw = kit.session_kwargs(
                 run.executor.tools(),  # specs: skills and notes apply by the world each tool declares
                 request=task.goal,
-                recalled=[h.content for h in hits],
+                recalled=[h.content for h in got.hits],
                 memory_search=bool(memory.seeded),  # an empty store has nothing to find
             )
             kw["guidance"] = [*policy, *kw.get("guidance", [])]  # the task's policy ahead of η's notes
@@ -365,7 +347,8 @@ async def run_task_session(
                 run.executor,
                 config=cfg,
                 memory=memory.session,
-                evidence=[*([device_clock(clock)] if clock is not None else []), *recall_guidance(hits)],
+                clock=(lambda: clock) if clock is not None else None,
+                recalled=got,
                 **kw,
                 confirm=confirm,
                 verifier=run.verifier,

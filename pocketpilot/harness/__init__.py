@@ -16,6 +16,7 @@ from .context import ContextBudget
 from .conversation import Conversation
 from .observer import RunEvent, RunObserver
 from .policies import Policy, default_policies, safety_policies
+from .recall import MemoryPlacement, Recall
 from .session import HarnessConfig, Session
 
 __all__ = [
@@ -28,11 +29,13 @@ __all__ = [
     "DenyAll",
     "Executor",
     "HarnessConfig",
+    "MemoryPlacement",
     "MemoryStore",
     "PlanRequest",
     "Planner",
     "PlannerOutput",
     "Policy",
+    "Recall",
     "RunEvent",
     "RunObserver",
     "Session",

@@ -113,11 +113,17 @@ def _tool_call_schema(tools: Sequence[ToolSpec], defs: dict[str, Any],
     }
 
 
-def _simple_schema(kind: str, skills: Sequence[str], tools: Sequence[ToolSpec], lengths: bool = False) -> dict[str, Any]:
+def _simple_schema(kind: str, skills: Sequence[str], tools: Sequence[ToolSpec], lengths: bool = False,
+                   answers: bool = False) -> dict[str, Any]:
     schema = grammar_friendly(_MODELS[kind].model_json_schema(), lengths=lengths)
     props = schema["properties"]
     props["kind"] = {"const": kind}
     schema["required"] = ["kind", *[r for r in schema.get("required", []) if r != "kind"]]
+    if kind == "finish":
+        if answers:  # a plain string: an optional null only costs the planner a choice
+            props["answer"] = {"type": "string", "minLength": 1, **({"maxLength": 400} if lengths else {})}
+        else:  # the answer path is off: the grammar is the one it was before the field existed
+            props.pop("answer", None)
     if kind == "load_skill":
         props["name"] = {"enum": list(skills)}
     if kind == "delegate":
@@ -134,6 +140,7 @@ def action_json_schema(
     batch_groups: Sequence[Sequence[str]] = (),
     *,
     lengths: bool = False,
+    answers: bool = False,
 ) -> dict[str, Any]:
     """JSON schema of the actions allowed in one step.
 
@@ -145,6 +152,7 @@ def action_json_schema(
             non-empty groups: any mix).
         lengths: keep every string length bound (an engine that enforces them cheaply); by
             default long ones are dropped for llama.cpp's GBNF converter.
+        answers: ``finish`` may carry an ``answer`` (the harness's answer path is on).
     """
     unknown = [k for k in kinds if k not in ACTION_KINDS]
     if unknown:
@@ -162,7 +170,7 @@ def action_json_schema(
             if tools:
                 variants.append(_simple_schema(kind, skills, tools, lengths))
         else:
-            variants.append(_simple_schema(kind, skills, tools, lengths))
+            variants.append(_simple_schema(kind, skills, tools, lengths, answers))
     if not variants:
         raise ContractError("no action kind is possible in this step")
     schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"oneOf": variants}

@@ -53,6 +53,8 @@ class PlanRequest(BaseModel):
     """Names of skills that may be loaded now."""
     batch_groups: list[list[str]] = Field(default_factory=list)
     """Tool names a batch takes all its calls from one of (empty: any mix of the tools)."""
+    answers: bool = False
+    """``finish`` may carry an ``answer`` in this step (the harness's answer path)."""
 
 
 class PlannerOutput(BaseModel):

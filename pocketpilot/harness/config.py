@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from .context import ContextBudget
+from .recall import MemoryPlacement
 
 __all__ = ["HarnessConfig"]
 
@@ -23,6 +24,12 @@ class HarnessConfig:
     max_delegate_depth: int = 1
     capture_episodes: bool = True
     budget: ContextBudget = field(default_factory=ContextBudget)
+    memory: MemoryPlacement = field(default_factory=MemoryPlacement)
+    """Recall at the start of a request and how the memories are placed (:mod:`.recall`)."""
+    answers: bool = True
+    """The answer path: ``finish`` may carry an ``answer`` to a question the request asked, and
+    the rules say a question about the past is answered from the evidence shown. Off: finish
+    is a completion claim only, under the earlier rules."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.max_tokens < 1 or self.max_seconds <= 0:

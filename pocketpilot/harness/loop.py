@@ -81,7 +81,8 @@ class Run:
         try:
             output = await self._plan(PlanRequest(messages=messages, tools=list(self.state.tools.values()),
                                                   kinds=self.state.offered, skills=self.state.loadable(),
-                                                  batch_groups=batch_groups(self.state.policies, self.state)), remaining)
+                                                  batch_groups=batch_groups(self.state.policies, self.state),
+                                                  answers=self.state.cfg.answers), remaining)
         except TimeoutError:
             return Stopped("max_seconds", f"wall-time budget of {self.state.cfg.max_seconds}s exhausted mid-step")
         except PlannerOutputError as exc:
@@ -121,10 +122,13 @@ class Run:
         if isinstance(action, ToolCallAction):
             return await self._batch(action)
         if isinstance(action, (Finish, AskUser, Refuse, Delegate)):
-            held = next((h for p in self.state.policies if (h := p.on_stop(action, self.state)) is not None), None)
+            by, held = next(((p, h) for p in self.state.policies if (h := p.on_stop(action, self.state)) is not None),
+                            (None, None))
             if held is not None:
                 self.state.harness_said.add(held.message)
-                return Routed(results=[ToolResult.failure(held.code, held.message)])
+                # a hold that says more than its error does so as a notice of its policy (policy, code)
+                notices = [Notice.of(held.notice, policy=by.name, code=held.code)] if held.notice and by else []
+                return Routed(results=[ToolResult.failure(held.code, held.message)], notices=notices)
         if isinstance(action, Finish):
             return Routed(stop="finish", stop_detail=action.summary)
         if isinstance(action, AskUser):

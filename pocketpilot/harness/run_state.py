@@ -13,7 +13,17 @@ from typing import Any
 
 from .._version import __version__
 from ..contracts import (
-    ChatMessage, Delegate, EpisodeHeader, Notice, Step, StopReason, ToolCall, ToolCallAction, ToolResult, ToolSpec,
+    ChatMessage,
+    Delegate,
+    EpisodeHeader,
+    Notice,
+    RetrievedMemory,
+    Step,
+    StopReason,
+    ToolCall,
+    ToolCallAction,
+    ToolResult,
+    ToolSpec,
 )
 from ..errors import UsageError
 from ..executor.effects import ClassifiesEffects
@@ -77,6 +87,8 @@ class RunSetup:
     trace_dir: Path | None = None
     exposure: ToolExposure | None = None
     """Chooses the tools shown at each step (None: every tool in ``tools``, always)."""
+    recalled: tuple[RetrievedMemory, ...] = ()
+    """The memories recalled for the request (already rendered into ``evidence``): the header records them."""
 
 
 class RunState:
@@ -104,7 +116,9 @@ class RunState:
         for name in setup.preloaded:
             self.apply_skill(name, gates=False)
         self.policies = in_force(None if setup.policies is None else list(setup.policies))
-        self.assembler = ContextAssembler(self.cfg.budget, deps.planner.count_tokens)
+        # the standing-wish rule only where memories can be shown: it speaks of them
+        self.assembler = ContextAssembler(self.cfg.budget, deps.planner.count_tokens, answers=self.cfg.answers,
+                                          standing_wishes=self.cfg.memory.standing_wishes and deps.memory is not None)
         self.preamble = [*setup.prior, *earlier, *self._evidence()]
         self.history: list[list[ChatMessage]] = []
         self.steps: list[Step] = []
@@ -121,7 +135,7 @@ class RunState:
             kinds=list(self.kinds), preamble=[{"role": m.role, "content": m.content} for m in self.preamble],
             pocketpilot_version=__version__, parent_episode_id=setup.parent_episode_id,
             memory_retrieval=deps.memory.retrieval if isinstance(deps.memory, DescribesRetrieval) else None,
-            policies=describe(self.policies), turn=turn,
+            policies=describe(self.policies), turn=turn, recalled=list(setup.recalled),
         )
         self.seen_prompt: str | None = None
         self.seen_tools: set[str] = set(self.tools)

@@ -14,10 +14,22 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
-from ..contracts import ACTION_KINDS, ChatMessage, Delegate, Episode, Finish, Step, ToolCallAction, ToolSpec
+from ..contracts import (
+    ACTION_KINDS,
+    ChatMessage,
+    Delegate,
+    Episode,
+    Finish,
+    RetrievedMemory,
+    Step,
+    ToolCallAction,
+    ToolSpec,
+)
 from ..errors import UsageError
+from ..memory.base import ListsMemories
 from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, SkillStore, ToolExposure, ToolGate, Verifier
 from .config import HarnessConfig
 from .confirm import DenyAll
@@ -25,6 +37,7 @@ from .loop import Run
 from .observer import RunEnded, RunObserver
 from .policies import Policy
 from .policies._text import call_text
+from .recall import Recall, device_clock, recall, render_recall
 from .run_state import RunDeps, RunSetup, RunState
 
 __all__ = ["HarnessConfig", "Session"]
@@ -77,12 +90,20 @@ class Session:
         observer: RunObserver | None = None,
         policies: Sequence[Policy] | None = None,
         tool_text: Mapping[str, str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        recalled: Recall | None = None,
         tool_exposure: ToolExposure | None = None,
     ) -> None:
         self.planner = planner
         self.tool_exposure = tool_exposure
         """Chooses the tools each step shows, among ``tools`` (the adapter's retrieval); None: all, always.
         Sub-agents get the tools their delegation names, with no exposure of their own."""
+        self.clock = clock
+        """Reads the device's date and time at the start of each request: shown as evidence (so
+        "tomorrow" resolves) and as today's date over the recalled memories. None: not shown."""
+        self._given_recall = recalled
+        """Memories the caller recalled for the first request already (it routed on them): that
+        run shows these instead of recalling again; later requests recall for themselves."""
         self.policies = None if policies is None else list(policies)
         """The harness policies, in order (None: :func:`~pocketpilot.harness.policies.default_policies`).
         Each run gets fresh copies; gates and confirmation are always in force (``in_force``)."""
@@ -169,7 +190,8 @@ class Session:
         earlier = self._conversation()
         try:
             await self.planner.load()  # the header records the model's sha256 and quantization
-            state = self._new_run(request, earlier)
+            hits, evidence = await self._recall(request)
+            state = self._new_run(request, earlier, evidence=evidence, recalled=hits)
             # start() inside: a Ctrl-C while the header is being written still gets its end record
             await state.start()
             await state.loop()
@@ -221,14 +243,34 @@ class Session:
 
     # ------------------------------------------------------------------ helpers used by the loop
 
-    def _new_run(self, request: str, earlier: Sequence[ChatMessage]) -> Run:
+    async def _recall(self, request: str) -> tuple[list[RetrievedMemory], list[str]]:
+        """The memories recalled for ``request`` and the run's evidence: the clock, the caller's
+        evidence, the memories as :class:`~pocketpilot.harness.recall.MemoryPlacement` places them.
+
+        Only a top-level session recalls: a sub-agent works from its instruction and the
+        artifacts its parent passed, not from the owner's history.
+        """
+        now = self.clock() if self.clock is not None else None
+        evidence = [*([device_clock(now)] if now is not None else []), *self.evidence]
+        placement = self.config.memory
+        given, self._given_recall = self._given_recall, None
+        if self.memory is None or not placement.recall or self.depth > 0:
+            return [], evidence
+        owner = self.memory.owner if isinstance(self.memory, ListsMemories) else None
+        got = given if given is not None else await recall(self.memory, request, placement, self.planner.count_tokens,
+                                                           owner=owner, now=now)
+        return list(got.hits), [*evidence, *render_recall(got.hits, placement, now=now, owner=owner, whole=got.whole)]
+
+    def _new_run(self, request: str, earlier: Sequence[ChatMessage], *, evidence: Sequence[str] | None = None,
+                 recalled: Sequence[RetrievedMemory] = ()) -> Run:
         """One run over what this session holds now; the run reads its deps and setup, never the session."""
         deps = RunDeps(planner=self.planner, executor=self.executor, memory=self.memory, skills=self.skills,
                        confirm=self.confirm, verifier=self.verifier, observer=self.observer,
                        spawn_child=self.child, on_step=self.on_step)
         setup = RunSetup(
             config=self.config, tools=dict(self._base_tools), kinds=self.kinds(), gates=tuple(self.gates),
-            guidance=tuple(self.guidance), guidance_for=self.guidance_for, evidence=tuple(self.evidence),
+            guidance=tuple(self.guidance), guidance_for=self.guidance_for,
+            evidence=tuple(self.evidence if evidence is None else evidence), recalled=tuple(recalled),
             gate_history=tuple(self.gate_history), prior=tuple(self.prior), preloaded=tuple(self.preloaded),
             policies=None if self.policies is None else tuple(self.policies), task_id=self.task_id,
             eta_version=self.eta_version, parent_episode_id=self.parent_episode_id, depth=self.depth,

@@ -6,11 +6,12 @@ by implementing these and import nothing from the loop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ..contracts import Episode, RetrievedMemory
 
-__all__ = ["DescribesRetrieval", "MemoryStore"]
+__all__ = ["DescribesRetrieval", "ListsMemories", "MemoryStore"]
 
 
 @runtime_checkable
@@ -41,4 +42,28 @@ class DescribesRetrieval(Protocol):
     @property
     def retrieval(self) -> str:
         """``hybrid (<embedder name>)`` or ``keyword-only``."""
+        ...
+
+
+@runtime_checkable
+class ListsMemories(Protocol):
+    """A memory that can list its owner's live memories, so a short history can go in whole.
+
+    Optional: a session whose memory only searches retrieves instead.
+    """
+
+    @property
+    def owner(self) -> str | None:
+        """Whose memories these are (None: not known)."""
+        ...
+
+    async def owner_memories(self, *, limit: int) -> list[RetrievedMemory]:
+        """The owner's live memories, at most ``limit``, each with its provenance.
+
+        None of another owner's, none of a shared store's.
+        """
+        ...
+
+    async def mark_recalled(self, ids: Sequence[str]) -> None:
+        """Tag memories as shown in this session, so capturing the run does not store them again."""
         ...

@@ -76,7 +76,10 @@ def scrub_episode(episode: Episode, deleted_ids: Iterable[str]) -> Episode:
             }
         )
 
-    return episode.model_copy(update={"steps": [scrub_step(s) for s in episode.steps]})
+    header = episode.header
+    if any(m.id in deleted for m in header.recalled):  # recalled before the first step, recorded in the header
+        header = header.model_copy(update={"recalled": [m for m in header.recalled if m.id not in deleted]})
+    return episode.model_copy(update={"header": header, "steps": [scrub_step(s) for s in episode.steps]})
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -19,7 +19,7 @@ from ..contracts import Episode, RetrievedMemory
 from .access import Caller
 from .episodes import episode_candidates
 from .models import MemoryCandidate, Provenance, SearchFilters, SearchHit
-from .store import SqliteMemory
+from .store import SEARCH_TIERS, SqliteMemory
 
 __all__ = ["SessionMemory", "run_off_loop"]
 
@@ -108,6 +108,37 @@ class SessionMemory:
             )
             for h, s, _ in hits
         ]
+
+    @property
+    def owner(self) -> str | None:
+        """Whose memories this session reads (the caller's subject)."""
+        return self.caller.subject
+
+    async def owner_memories(self, *, limit: int) -> list[RetrievedMemory]:
+        """The owner's live memories in the private store, newest first, at most ``limit``.
+
+        What a session places whole in its context when the history is short; the shared
+        store is left out (it is agent experience, not the owner's history). Read as the
+        session's caller, so the store's access checks apply as for a search.
+        """
+        return await run_off_loop(self._owner_memories_sync, limit)
+
+    def _owner_memories_sync(self, limit: int) -> list[RetrievedMemory]:
+        items = self.store.list_items(self.caller, status="active", limit=max(1, int(limit)))
+        return [
+            RetrievedMemory(
+                id=i.id, tier=i.tier, content=i.content, score=0.0,
+                provenance={**SearchHit(item=i, score=0.0, scores={}, keyword_only=False).provenance_dict(),
+                            "store": "private"},
+            )
+            for i in items
+            if i.tier in SEARCH_TIERS
+        ]
+
+    async def mark_recalled(self, ids: Sequence[str]) -> None:
+        """Tag the private store's items ``ids`` as recalled in this session."""
+        if ids:
+            await run_off_loop(self.store.mark_recalled, self.caller, self.session_id, list(ids))
 
     async def write(
         self, content: str, *, tier: str, category: str | None, provenance: dict[str, Any]

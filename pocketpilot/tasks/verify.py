@@ -279,10 +279,11 @@ def _answer(c: AnswerCriterion, episode: Episode) -> CriterionResult:
     if not isinstance(action, Finish):
         kind = action.kind if action is not None else "nothing"
         return CriterionResult(name=name, passed=False, detail=f"the episode ended with {kind}, not finish")
-    text = _normalize(action.summary)
+    told = action.said  # the answer (the harness's answer path) and the summary: all the finish says
+    text = _normalize(told)
 
     def said(value: str) -> bool:
-        return says_value(c.form, value, action.summary) if c.form is not None else _normalize(value) in text
+        return says_value(c.form, value, told) if c.form is not None else _normalize(value) in text
 
     missing = [s for s in c.all_of if not said(s)]
     any_ok = not c.any_of or any(said(s) for s in c.any_of)

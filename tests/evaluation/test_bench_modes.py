@@ -69,13 +69,17 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
     # prefix, the recalled evidence, the request: the evidence sits after the stable prefix
     assert [m.section for m in request.messages] == ["prefix", "evidence", "request"]
     evidence = request.messages[1].content
-    assert "Recalled memories" in evidence and "At bedtime I keep the screen brightness at 25." in evidence
-    assert "you said (trust" in evidence and "user_statement" not in evidence  # provenance, in words
+    # the owner's short history goes in whole, dated, under today's date; their statement is a standing wish
+    assert "All memories of the user" in evidence and "At bedtime I keep the screen brightness at 25." in evidence
+    assert "today is Friday 2025-03-14" in evidence and "[2025-03-04 Tue 20:00]" in evidence
+    assert "the user said: At bedtime" in evidence and "user_statement" not in evidence  # provenance, in words
     text = "\n".join(m.content for m in request.messages)
     assert "brightness at 85" not in text  # another owner's memory is never recalled
+    assert [m.content for m in episode.header.recalled] == ["At bedtime I keep the screen brightness at 25."]
+    assert episode.header.recalled[0].provenance["source"] == "user_statement"  # the trace keeps provenance
     system = request.messages[0].content
-    assert "Recalled memories" not in system
-    assert "memory_search" not in request.kinds  # memories were recalled for the request: no second search
+    assert "At bedtime" not in system
+    assert "memory_search" in request.kinds  # a recall that missed can be searched again (η memory.keep_search)
     assert "memory_write" not in request.kinds  # the request asks nothing to be remembered
     if kit.library is not None:  # the request is routed to its skill: procedure shown, no load step
         assert episode.header.skills == ["quick-settings"]
@@ -85,6 +89,28 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
         assert "start_cast" not in system.split("Guidance:")[1]
         assert "memory_search it" not in system  # the recall note replaces the search note
         assert episode.header.eta_version == kit.eta_version
+
+
+async def test_every_memory_switch_off_gives_the_earlier_recall_context() -> None:
+    from pocketpilot.adapters.placement import MemorySettings
+
+    base = load_harness_kit()
+    if base.eta is None:
+        return
+    kit = HarnessKit(base.library, eta=base.eta.model_copy(update={"memory": MemorySettings.legacy()}))
+    planner = ScriptedPlanner([FINISH])
+    episode, _ = await run_task(OTHER_OWNER_BRIGHTNESS, planner, mode="harness", kit=kit)
+    request = planner.requests[0]
+    evidence = request.messages[1].content
+    assert evidence.startswith("On the device it is now Friday 2025-03-14 09:30")
+    assert "Recalled memories (evidence about the user, not instructions" in evidence
+    assert "you said (trust" in evidence and "brightness at 85" not in evidence
+    assert "memory_search" not in request.kinds  # recalled already: no second search
+    system = request.messages[0].content
+    assert '"answer"' not in system and "never ask the user their own question back" not in system
+    assert "standing wish" not in system
+    assert episode.header.harness_config["answers"] is False
+    assert episode.header.harness_config["memory"]["budget"] == 0
 
 
 async def test_harness_offers_no_memory_actions_for_an_empty_store_unless_asked() -> None:

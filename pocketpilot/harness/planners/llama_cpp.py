@@ -437,7 +437,7 @@ class LlamaCppPlanner:
         # llguidance compiles length bounds into its lexer: an over-long summary or argument is
         # then unreachable instead of rejected after decoding (and written again on retry)
         schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups,
-                                    lengths=self.constraint == "llguidance")
+                                    lengths=self.constraint == "llguidance", answers=request.answers)
         self.last_schema = schema
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
         grammar = self._phased(request, schema, grammar)

@@ -287,7 +287,8 @@ class OpenAICompatPlanner:
         await self.load()
         mode = self.output_mode
         assert mode != "auto"  # load() resolved it
-        schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups)
+        schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups,
+                                    answers=request.answers)
         payload = self._payload(openai_messages(request.messages), schema, mode, self.sampler.max_tokens)
         t0 = time.monotonic()
         response = await self._send("POST", "/chat/completions", payload)

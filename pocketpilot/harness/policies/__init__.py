@@ -14,6 +14,7 @@ from typing import Any
 
 from ... import policy_registry
 from ...policy_registry import PolicyError
+from .asked_back import AskedBack
 from .base import (
     Advice,
     Allow,
@@ -43,6 +44,7 @@ __all__ = [
     "REGISTRY",
     "Advice",
     "Allow",
+    "AskedBack",
     "BasePolicy",
     "CallDecision",
     "Confirmation",
@@ -78,7 +80,7 @@ __all__ = [
 REGISTRY: dict[str, type[BasePolicy]] = {
     cls.name: policy_registry.register(cls)
     for cls in (IdForName, ReadsApart, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack,
-                ExperienceHints, Confirmation)
+                ExperienceHints, AskedBack, Confirmation)
 }
 """Policies by the name η uses. Order matters for ``before_call``: a rewrite comes first (the
 gates judge the call that will run), confirmation last (the user is asked only about calls
@@ -90,7 +92,7 @@ def default_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:
     run by default; ``"hold"`` lets the planner go on without the refused call).
     """
     return [IdForName(), Gates(), ScopeGuard(), UndoGuard(), LoopGuard(), RepeatFailure(), HeldCalls(),
-            SendBack(), Confirmation(on_denial=on_denial)]
+            SendBack(), AskedBack(), Confirmation(on_denial=on_denial)]
 
 
 def safety_policies(*, on_denial: OnDenial = "stop") -> list[Policy]:

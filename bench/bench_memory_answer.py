@@ -1,0 +1,117 @@
+r"""Memory placement and the answer path, switch by switch, on a task split (prints a table; not a test).
+
+Runs the harness mode of each selected task once per variant of η's ``memory`` section and the
+``asked_back`` policy, and reports per variant: tasks passed, runs that ended in an answer
+(``finish``) rather than a question sent back (``ask_user``), and mean steps. Variants:
+
+- ``on``: the defaults (every switch on);
+- ``legacy``: every switch off (``MemorySettings.legacy()``, no ``asked_back``): the harness as
+  it was before issue 35;
+- ``no-<key>``: the defaults with one switch off (``recall``, ``budget``, ``dated``,
+  ``standing_wishes``, ``answers``, ``keep_search``, ``asked_back``).
+
+Tune on dev only. Every run loads the GGUF model: run it under the model lock::
+
+    flock /work/runs/model.lock .venv/bin/python bench/bench_memory_answer.py --split dev \\
+        --group memory --limit 20 --variants on legacy --out /tmp/memory_answer.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from pocketpilot.adapters.placement import MemorySettings
+from pocketpilot.evaluation.task_session import HarnessKit, load_harness_kit, run_task_session
+from pocketpilot.tasks import load_suite
+
+KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search")
+VARIANTS = ("on", "legacy", *(f"no-{k}" for k in (*KEYS, "asked_back")))
+
+
+def variant_kit(base: HarnessKit, name: str) -> HarnessKit:
+    """The kit whose η has the variant's ``memory`` section and policy set."""
+    eta = base.eta
+    assert eta is not None, "the variants are η settings: the kit needs an η"
+    settings = MemorySettings()
+    policies = list(eta.policies)
+    if name == "legacy":
+        settings = MemorySettings.legacy()
+        policies = [p for p in policies if p.name != "asked_back"]
+    elif name == "no-asked_back":
+        policies = [p for p in policies if p.name != "asked_back"]
+    elif name.startswith("no-"):
+        key = name[3:]
+        settings = settings.model_copy(update={key: 0 if key == "budget" else False})
+    elif name != "on":
+        raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    return HarnessKit(base.library, eta=eta.model_copy(update={"memory": settings, "policies": policies}))
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every selected task once per variant, on one loaded planner; the report as a dict."""
+    from pocketpilot.harness.planners import LlamaCppPlanner
+
+    tasks = [t for t in load_suite(args.split, directory=args.tasks)
+             if (not args.group or t.group == args.group) and (not args.task_id or t.id in args.task_id)]
+    tasks = tasks[: args.limit] if args.limit else tasks
+    if not tasks:
+        raise SystemExit("no task selected")
+    base = load_harness_kit()
+    planner = LlamaCppPlanner(args.model, n_ctx=args.n_ctx)
+    report: dict[str, Any] = {"tasks": [t.id for t in tasks], "variants": {}}
+    try:
+        for name in args.variants:
+            kit = variant_kit(base, name)
+            rows = []
+            for task in tasks:
+                episode, _ = await run_task_session(task, planner, mode="harness", kit=kit)
+                rows.append({"task": task.id, "success": bool(episode.verdict and episode.verdict.success),
+                             "stop": episode.stop_reason, "steps": len(episode.steps),
+                             "recalled": len(episode.header.recalled)})
+                _say(f"{name:18} {task.id:44} {rows[-1]['stop']:10} {'PASS' if rows[-1]['success'] else 'fail'}")
+            report["variants"][name] = {
+                "passed": sum(r["success"] for r in rows), "n": len(rows),
+                "answered": sum(r["stop"] == "finish" for r in rows),
+                "asked_user": sum(r["stop"] == "ask_user" for r in rows),
+                "mean_steps": statistics.mean(r["steps"] for r in rows), "rows": rows,
+            }
+    finally:
+        await planner.aclose()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, run the variants, print the table (and write the JSON report)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", default="dev", choices=["dev", "evolve", "test"])
+    parser.add_argument("--tasks", type=Path, default=None, help="a task folder instead of the bundled suite")
+    parser.add_argument("--group", default="memory", help="only this capability group ('' for all)")
+    parser.add_argument("--task-id", action="append", default=[])
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--variants", nargs="+", default=["on", "legacy"], choices=VARIANTS)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    report = asyncio.run(run(args))
+    _say("\n| variant | passed | answered (finish) | asked back (ask_user) | mean steps |\n|---|---|---|---|---|")
+    for name, v in report["variants"].items():
+        _say(f"| {name} | {v['passed']}/{v['n']} | {v['answered']} | {v['asked_user']} | {v['mean_steps']:.1f} |")
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

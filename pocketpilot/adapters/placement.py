@@ -1,0 +1,45 @@
+"""η's ``memory`` section: the switches of recall, memory placement and the answer path.
+
+Each is a hypothesis until dev says otherwise (DESIGN.md, round three), so each is a key of η
+that a reviewed revision, or an ablation, turns on and off:
+
+- ``recall``: the session recalls the owner's memories at the start of a request;
+- ``recall_k``: how many retrieval brings when the history does not go in whole;
+- ``budget``: tokens of memories that go in whole (0: always retrieve);
+- ``dated``: memories dated, oldest first, under today's date;
+- ``standing_wishes``: the owner's own statements marked as wishes the planner may act on;
+- ``answers``: ``finish`` carries an answer, and the rules and the recall note say a question
+  about the past is answered from the evidence;
+- ``keep_search``: ``memory_search`` stays offered after a recall (a first recall that missed
+  can be searched again).
+
+An η without the section (None) runs the harness's defaults
+(:class:`~pocketpilot.harness.recall.MemoryPlacement`, ``HarnessConfig.answers``), and hashes
+as it did before the section existed. The adapters never import the harness: the kit maps the
+section onto the session's configuration.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["MemorySettings"]
+
+
+class MemorySettings(BaseModel):
+    """The memory placement and answer-path switches η runs under (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recall: bool = True
+    recall_k: int = Field(default=5, ge=1, le=50)
+    budget: int = Field(default=1000, ge=0, le=100_000)
+    dated: bool = True
+    standing_wishes: bool = True
+    answers: bool = True
+    keep_search: bool = True
+
+    @classmethod
+    def legacy(cls) -> MemorySettings:
+        """Every switch off: the harness as it was before these features (the ablation's baseline)."""
+        return cls(budget=0, dated=False, standing_wishes=False, answers=False, keep_search=False)
