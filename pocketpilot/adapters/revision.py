@@ -30,11 +30,12 @@ from .compile import note_for_tools
 from .errors import EtaError, RevisionError
 from .eta import Eta, PolicyEntry, RoutingNote, load_eta, save_eta
 from .experience import ExperienceConfig, ExperienceEntry, forget, merge
+from .placement import MemorySettings
 from .tool_retrieval import ToolRetrievalSettings
 
 __all__ = [
     "AddExperience", "AddNote", "EvictExperience", "MapTool", "RemoveNote", "RemovePolicy", "ReplaceNote", "Revision",
-    "RevisionStore", "SetExperienceConfig", "SetOffer", "SetToolRetrieval", "SetToolText",
+    "RevisionStore", "SetExperienceConfig", "SetMemory", "SetOffer", "SetToolRetrieval", "SetToolText",
     "SetPolicy", "SetStopWords",
     "apply_revision",
 ]
@@ -143,8 +144,15 @@ class SetToolRetrieval(_Op):
     settings: ToolRetrievalSettings | None = None
 
 
+class SetMemory(_Op):
+    """Set η's memory section: recall, placement and answer-path switches (None: the harness's defaults)."""
+
+    op: Literal["set_memory"] = "set_memory"
+    settings: MemorySettings | None = None
+
+
 Op = Annotated[AddNote | ReplaceNote | RemoveNote | MapTool | SetPolicy | RemovePolicy | SetOffer | SetStopWords
-               | AddExperience | EvictExperience | SetExperienceConfig | SetToolText | SetToolRetrieval,
+               | AddExperience | EvictExperience | SetExperienceConfig | SetToolText | SetToolRetrieval | SetMemory,
                Field(discriminator="op")]
 
 
@@ -205,6 +213,7 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     experience = list(eta.experience)
     experience_config = eta.experience_config
     retrieval = eta.tool_retrieval
+    memory = eta.memory
     for i, op in enumerate(rev.ops):
         ids = [n.id for n in notes]
         names = [p.name for p in policies]
@@ -221,6 +230,8 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
             experience_config = op.config
         elif isinstance(op, SetToolRetrieval):
             retrieval = op.settings
+        elif isinstance(op, SetMemory):
+            memory = op.settings
         elif isinstance(op, SetToolText):
             if op.tool not in tools:
                 raise RevisionError(rev.id, f"ops[{i}]: unknown tool {op.tool!r}")
@@ -274,7 +285,7 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     kept = {name: getattr(eta, name) for name in Eta.model_fields}
     new = Eta(**{**kept, "tools": tools, "notes": notes, "policies": policies, "offers": offers,
                  "stop_words": sorted(stop_words), "experience": experience, "experience_config": experience_config,
-                 "tool_retrieval": retrieval})
+                 "tool_retrieval": retrieval, "memory": memory})
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new

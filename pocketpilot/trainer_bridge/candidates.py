@@ -13,8 +13,9 @@ stop. What a harness can carry for those, each as a :class:`Candidate` holding a
 - ``exposure``: a tool that was needed but not exposed → where η exposes tools by retrieval,
   a larger ``k`` (enough for every tool missed); else map it to a skill that exposes it, or a
   note to ask rather than substitute (the session's tool list itself is the deployment's).
-- ``memory_policy``: retrieval misses and stale memories → η's memory guidance: the
-  memory notes shown only with memory configured.
+- ``memory_policy``: retrieval misses → η's memory section recalls more and keeps
+  ``memory_search`` offered after a recall; stale memories → memories shown dated, oldest
+  first (what replaced what reads in order); plus the memory notes of the harness findings.
 - ``policy_off``: a policy the ablation shows costing tasks is left out (never a safety one).
 
 Everything is read from structured fields: findings' categories, tools and codes (a tool
@@ -33,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..adapters import Eta, Revision, RevisionError, apply_revision, render_diff
 from ..adapters.experience import ExperienceEntry, call_text
-from ..adapters.revision import AddExperience, EvictExperience, RemovePolicy, SetToolRetrieval, SetToolText
+from ..adapters.placement import MemorySettings
+from ..adapters.revision import AddExperience, EvictExperience, RemovePolicy, SetMemory, SetToolRetrieval, SetToolText
 from ..contracts import Episode
 from ..policy_registry import registered
 from .diagnosis import ARGUMENT_CODES, Diagnosis
@@ -49,6 +51,7 @@ __all__ = [
     "experience_candidate",
     "experience_harm",
     "generate_candidates",
+    "memory_candidates",
     "policy_off_candidates",
     "shown_experience",
     "tool_text_candidates",
@@ -264,6 +267,41 @@ def exposure_candidates(diagnoses: Sequence[Diagnosis], eta: Eta, *, min_support
     return [c] if c is not None else []
 
 
+def memory_candidates(diagnoses: Sequence[Diagnosis], eta: Eta, *, min_support: int = 2) -> list[Candidate]:
+    """Memory policy parameters from ``retrieval_miss`` and ``stale_memory`` findings (η's ``memory`` section).
+
+    A retrieval miss in ``min_support`` episodes or more: ``recall_k`` grows by 5 and
+    ``memory_search`` stays offered after a recall; stale memories: memories are shown dated.
+    A change the settings already hold is not proposed.
+    """
+    support: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in diagnoses:
+        if not d.failed or d.eta_version not in (None, eta.version):
+            continue
+        for f in d.findings:
+            if f.category in ("retrieval_miss", "stale_memory"):
+                support[f.category].append({"episode_id": d.episode_id, "task_id": d.task_id, "steps": f.steps})
+    now = eta.memory or MemorySettings()
+    out = []
+    for category, ev in sorted(support.items()):
+        episodes = {e["episode_id"] for e in ev}
+        if len(episodes) < min_support:
+            continue
+        if category == "retrieval_miss":
+            new = now.model_copy(update={"recall_k": min(50, now.recall_k + 5), "keep_search": True})
+            why = f"recall {new.recall_k} memories and keep memory_search offered"
+        else:
+            new = now.model_copy(update={"dated": True})
+            why = "show memories dated, oldest first"
+        if new == now:
+            continue
+        c = _make("memory_policy", category, eta, [SetMemory(settings=new)],
+                  f"{category} in {len(episodes)} failed episode(s): {why}", ev)
+        if c is not None:
+            out.append(c)
+    return out
+
+
 # --------------------------------------------------------------------------- policies
 
 
@@ -323,6 +361,7 @@ def generate_candidates(
     out.extend(eviction_candidates(eta, harm or {}))
     out.extend(tool_text_candidates(diagnoses, eta, experience=experience, min_support=min_support))
     out.extend(exposure_candidates(diagnoses, eta, min_support=min_support))
+    out.extend(memory_candidates(diagnoses, eta, min_support=min_support))
     harness, _skipped = propose_revisions(diagnoses, eta, min_support=min_support)
     for h in harness:
         kind = _HARNESS_KINDS.get(h.category, "harness_note")

@@ -131,3 +131,29 @@ def test_a_needed_tool_left_out_by_retrieval_widens_it() -> None:
     [cand] = exposure_candidates(diags, e)
     assert cand.kind == "exposure" and apply_candidate(e, cand).tool_retrieval.k == 7
     assert exposure_candidates(diags[:1], e) == []
+
+
+def test_retrieval_misses_and_stale_memories_tune_the_memory_section() -> None:
+    from pocketpilot.adapters.placement import MemorySettings
+    from pocketpilot.contracts import MemorySearch, RetrievedMemory
+    from pocketpilot.trainer_bridge.candidates import memory_candidates
+
+    def missed(eid: str):
+        return make_episode([{"action": MemorySearch(query="sister birthday"), "results": []},
+                             {"action": Finish(summary="?"), "results": []}], verdict=FAILED, episode_id=eid)
+
+    def stale(eid: str):
+        old = RetrievedMemory(id="m", tier="user", content="x", score=1.0, provenance={"status": "superseded"})
+        return make_episode([{"action": MemorySearch(query="x"), "results": [], "retrieved": [old]},
+                             {"action": Finish(summary="?"), "results": []}], verdict=FAILED, episode_id=eid)
+
+    e = eta().model_copy(update={"memory": MemorySettings.legacy()})
+    diags = [diagnose(missed(f"a{i}"), known_tools=[]) for i in range(2)] + \
+            [diagnose(stale(f"s{i}"), known_tools=[]) for i in range(2)]
+    cands = {c.target: c for c in memory_candidates(diags, e)}
+    assert sorted(cands) == ["retrieval_miss", "stale_memory"] and all(c.kind == "memory_policy" for c in cands.values())
+    more = apply_candidate(e, cands["retrieval_miss"]).memory
+    assert more.recall_k == 10 and more.keep_search and not more.dated
+    assert apply_candidate(e, cands["stale_memory"]).memory.dated
+    assert memory_candidates(diags[:1], e) == []  # one episode is not enough
+    assert [c.target for c in memory_candidates(diags, eta())] == ["retrieval_miss"]  # dated is the default already
