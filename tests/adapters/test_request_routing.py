@@ -17,6 +17,7 @@ from pocketpilot.adapters import (
     sandbox_tool_apps,
     session_kwargs,
 )
+from pocketpilot.adapters.placement import MemorySettings
 from pocketpilot.contracts import ACTION_KINDS
 from pocketpilot.skills import SkillLibrary, parse_skill
 from pocketpilot.skills.errors import SkillError
@@ -181,13 +182,20 @@ def test_session_kwargs_per_request(eta, lib, router):
         memory_search=False,
     )
     text = "\n".join(recalled["guidance_for"](["convert_units", "calculate"]))
-    assert "memory_search it" not in text and "recalled for this request" in text
+    assert "memory_search it" not in text and "memories shown with the request" in text
     assert "memory_search" not in recalled["actions"]
-    # recalled memories shown, store seeded: no second search of the same request either
+    # recalled memories shown, store seeded: searching again stays offered (η memory.keep_search)...
     shown = session_kwargs(eta, ["convert_units", "calculate"], library=lib, memory=True,
                            request="How long is a 42 km route in the units I use?",
                            recalled=["I think in miles, not kilometers."], memory_search=True)
+    assert "memory_search" in shown["actions"]
+    # ...and with every memory switch off, no second search of the same request, under the earlier note
+    legacy = eta.model_copy(update={"memory": MemorySettings.legacy()})
+    shown = session_kwargs(legacy, ["convert_units", "calculate"], library=lib, memory=True,
+                           request="How long is a 42 km route in the units I use?",
+                           recalled=["I think in miles, not kilometers."], memory_search=True)
     assert "memory_search" not in shown["actions"]
+    assert "recalled for this request" in "\n".join(shown["guidance_for"](["convert_units", "calculate"]))
     with pytest.raises(EtaError, match="another skill library"):
         session_kwargs(eta, [], library=lib, request="x", router=SkillRouter(SkillLibrary.builtin()))
 
