@@ -443,7 +443,9 @@ class EvolveLoop:
         run answers, the rest are not run (a resumed run stops at the same task).
         """
         log = self.state.outcomes(folder)
-        done = {k: o for k, o in self.state.outcome_map(folder).items() if o.task_digest in ("", _digest(tasks, k))}
+        digests = {t.id: t.digest() for t in tasks}  # a task edited since it ran runs again
+        done = {k: o for k, o in self.state.outcome_map(folder).items()
+                if k in digests and o.task_digest in ("", digests[k])}
         kit = self._kit(eta)
         out: dict[str, TaskOutcome] = {}
         for n, task in enumerate(tasks, 1):
@@ -594,10 +596,6 @@ def _combine(eta: Eta, candidates: Sequence[Candidate], rev_id: str) -> tuple[Re
     if not members:
         raise RevisionError(rev_id, "none of the candidates applies to η " + eta.version)
     return Revision(id=rev_id, base_version=eta.version, rationale="set", ops=ops), members
-
-
-def _digest(tasks: Sequence[TaskSpec], task_id: str) -> str:
-    return next(t.digest() for t in tasks if t.id == task_id)
 
 
 def _relative(path: Path, root: Path) -> str:
