@@ -136,3 +136,49 @@ def test_cap_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         KvContexts(_Ctx(), 0, KvSnapshots(), tokens=lambda c: c.seq, dump=bytes, load=lambda *a: True,
                    fork=_Ctx, close=lambda c: None)
+
+
+def test_a_fork_shares_the_weights_and_owns_its_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fork_context over a stand-in Llama (llama.cpp's context classes replaced): the model and
+    vocabulary are the base's, the context, batch and token buffers the fork's own, the base is
+    never constructed again (Llama's __setstate__ would load the model a second time), and closing
+    the fork leaves the base's context alone."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import numpy as np
+    from llama_cpp import Llama
+    from llama_cpp import _internals as internals
+
+    from pocketpilot.harness.planners.kv_contexts import fork_context
+
+    class Part:
+        def __init__(self, **kwargs: object) -> None:
+            self.kwargs, self.closed = kwargs, False
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(internals, "LlamaContext", Part)
+    monkeypatch.setattr(internals, "LlamaBatch", Part)
+    monkeypatch.setattr(internals, "LlamaTokenDataArray", Part)
+
+    def no_second_load(self: Llama, *args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was constructed again")
+
+    monkeypatch.setattr(Llama, "__init__", no_second_load)
+    base = object.__new__(Llama)
+    model, base_ctx = object(), Part()
+    base.__dict__.update(_model=model, _ctx=base_ctx, _batch=Part(), context_params=SimpleNamespace(n_ctx=16),
+                         verbose=False,
+                         n_batch=8, _n_vocab=10, _lora_adapter=None, input_ids=np.zeros(16, dtype=np.intc),
+                         scores=np.zeros((8, 10), dtype=np.single), n_tokens=5, _pp_abort=object(),
+                         _stack=contextlib.ExitStack(), metadata={"m": 1})
+    fork = fork_context(base)
+    assert fork._model is model and fork.metadata is base.metadata  # the weights and vocabulary: shared
+    assert fork._ctx is not base_ctx and fork._ctx.kwargs["model"] is model
+    assert fork._ctx.kwargs["params"] is base.context_params  # the same geometry: the same numerics
+    assert fork.n_tokens == 0 and fork.input_ids is not base.input_ids and fork.input_ids.shape == (16,)
+    assert "_pp_abort" not in fork.__dict__ and base.n_tokens == 5  # the abort callback is per context
+    fork.close()
+    assert fork._ctx.closed and fork._batch.closed and not base_ctx.closed
