@@ -78,7 +78,8 @@ def test_snapshots_pick_the_longest_continuation_and_stay_bounded() -> None:
 
 
 def _actions(episodes) -> list[list[str]]:  # noqa: ANN001
-    return [[s.action.model_dump_json() for s in e.steps] for e in episodes]
+    return [[s.action.model_dump_json() if s.action is not None else f"unparsed: {s.planner and s.planner.raw}"
+             for s in e.steps] for e in episodes]
 
 
 @pytest.mark.slow
