@@ -96,13 +96,20 @@ def _when(hit: RetrievedMemory) -> str:
     return str(hit.provenance.get("observed_at") or hit.provenance.get("created_at") or "")
 
 
-def _date(hit: RetrievedMemory) -> str:
-    """``2025-03-04 Tue 14:05`` (or the raw stamp when it does not parse)."""
+def _date(hit: RetrievedMemory, now: datetime | None = None) -> str:
+    """``2025-03-04 Tue 14:05`` in the device's time zone (or the raw stamp when it does not parse).
+
+    Stored times are UTC; the device clock is local: a memory shown in another zone than
+    "today" can land on the wrong day.
+    """
     raw = _when(hit)
     try:
-        return datetime.fromisoformat(raw).strftime("%Y-%m-%d %a %H:%M")
+        when = datetime.fromisoformat(raw)
     except ValueError:
         return raw[:16].replace("T", " ")
+    if now is not None and now.tzinfo is not None and when.tzinfo is not None:
+        when = when.astimezone(now.tzinfo)
+    return when.strftime("%Y-%m-%d %a %H:%M")
 
 
 def is_standing_wish(hit: RetrievedMemory, owner: str | None = None) -> bool:
@@ -178,7 +185,7 @@ def render_recall(
         who = _WORDS.get(source, source.replace("_", " ")) if placement.standing_wishes or placement.dated else source
         if placement.standing_wishes and source == "user_statement" and not wish:
             who = "someone else said"
-        when = _date(h) if placement.dated else _when(h)[:16].replace("T", " ")
+        when = _date(h, now) if placement.dated else _when(h)[:16].replace("T", " ")
         lines.append(f"- [{when}] {who}: {h.content}")
     what = "All memories of the user" if whole else "Memories recalled for this request"
     heading = what + (", oldest first" if placement.dated else "")

@@ -371,11 +371,14 @@ class SessionRegistry:
                 memory = SessionMemory(self._memory.store, caller, sid)
             kwargs = await self._harness_kwargs(spec, tools, memory is not None)
             if device.state is not None and hasattr(device.state, "state"):
-                from ..evaluation.task_session import device_clock
-
-                kwargs["evidence"] = [device_clock(device.state.state.now)]
+                # read at each request: the date shown, and today's date over the recalled memories
+                phone = device.state
+                kwargs["clock"] = lambda: phone.state.now
+            config = HarnessConfig(max_steps=spec.max_steps)
+            if self._kit is not None and spec.eta != "none":
+                config = self._kit.configure(config)  # η's memory section: recall, placement, answers
             confirm = ServeConfirmation(board, timeout)
-            harness = Session(planner, device.executor, config=HarnessConfig(max_steps=spec.max_steps),
+            harness = Session(planner, device.executor, config=config,
                               memory=memory, confirm=confirm, trace_dir=self.config.trace_dir / sid,
                               observer=None, **kwargs)
             session = ServeSession(id=sid, key=secrets.token_urlsafe(24), spec=spec, model=model, device=device,

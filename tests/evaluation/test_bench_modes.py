@@ -71,7 +71,7 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
     evidence = request.messages[1].content
     # the owner's short history goes in whole, dated, under today's date; their statement is a standing wish
     assert "All memories of the user" in evidence and "At bedtime I keep the screen brightness at 25." in evidence
-    assert "today is Friday 2025-03-14" in evidence and "[2025-03-04 Tue 20:00]" in evidence
+    assert "today is Friday 2025-03-14" in evidence and "[2025-03-04 Tue 21:00]" in evidence  # in the device's zone
     assert "the user said: At bedtime" in evidence and "user_statement" not in evidence  # provenance, in words
     text = "\n".join(m.content for m in request.messages)
     assert "brightness at 85" not in text  # another owner's memory is never recalled

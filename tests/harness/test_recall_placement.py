@@ -288,3 +288,13 @@ def test_asked_back_rejects_bad_parameters() -> None:
         AskedBack(min_share=0)
     with pytest.raises(ValueError):
         AskedBack(limit=0)
+
+
+def test_dates_are_shown_in_the_device_clocks_zone() -> None:
+    from datetime import timezone
+
+    local = datetime(2025, 3, 14, 9, 30, tzinfo=timezone(timedelta(hours=1)))
+    hit = RetrievedMemory(id="a", tier="user", content="Late call with Maya.", score=1.0,
+                          provenance={"source": "episode", "observed_at": "2025-03-10T23:30:00+00:00"})
+    text = render_recall([hit], MemoryPlacement(), now=local)[0]
+    assert "[2025-03-11 Tue 00:30] record: Late call with Maya." in text  # the next day where the user is
