@@ -82,6 +82,10 @@ class Recall:
     whole: bool = False
 
 
+_MIN_LINE_TOKENS = 8
+"""Fewest tokens one rendered memory takes ("- [2025-03-04 Tue 14:05] record: " is more)."""
+
+
 def device_clock(now: datetime) -> str:
     """The device's date and time as evidence, so "tomorrow" or "March 9" resolve to real dates.
 
@@ -219,9 +223,11 @@ async def recall(
     if not placement.recall:
         return Recall()
     if placement.budget > 0 and isinstance(memory, ListsMemories):
-        # at least a token a memory: a longer history is retrieved without rendering it
-        everything = await memory.owner_memories(limit=placement.budget + 1)
-        if everything and len(everything) <= placement.budget:
+        # a rendered memory takes at least _MIN_LINE_TOKENS (its date and label alone): a longer
+        # history is retrieved without listing, rendering and counting all of it
+        most = placement.budget // _MIN_LINE_TOKENS
+        everything = await memory.owner_memories(limit=most + 1)
+        if everything and len(everything) <= most:
             text = "\n".join(render_recall(everything, placement, now=now, owner=owner, whole=True))
             if count_tokens(text) <= placement.budget:
                 await memory.mark_recalled([h.id for h in everything])
