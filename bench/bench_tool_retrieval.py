@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-weight", type=float, default=None)
     parser.add_argument("--state-vectors", action="store_true", help="embed each step's state too")
     parser.add_argument("--no-clause-vectors", action="store_true", help="match a request's clauses by keywords only")
+    parser.add_argument("--no-lookups", action="store_true", help="no id-finding read beside a tool that takes an id")
     parser.add_argument("--tasks", default=None, help="a task folder instead of the generated suite's (its --split)")
     parser.add_argument("--json", default=None, help="write the figures here")
     args = parser.parse_args(argv)
@@ -213,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         base["state_vectors"] = True
     if args.no_clause_vectors:
         base["clause_vectors"] = False
+    if args.no_lookups:
+        base["lookups"] = False
     rows = []
     for k in args.k:
         for hybrid in (False, True):

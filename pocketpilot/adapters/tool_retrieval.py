@@ -72,7 +72,7 @@ class ToolRetrievalSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    k: int = Field(default=16, ge=1, le=128)
+    k: int = Field(default=24, ge=1, le=128)
     """Most tools retrieved for one step (tools already used, or widened to, come on top)."""
     hybrid: bool = True
     """Fuse BM25 with the embedder's cosine (keywords alone without an embedder)."""
@@ -83,6 +83,9 @@ class ToolRetrievalSettings(BaseModel):
     clause_vectors: bool = True
     """Embed each clause of a multi-part request too (in the same embedder call as the request);
     off, clauses are matched by keywords only."""
+    lookups: bool = True
+    """Show, right after a tool that takes a record id (``id_arg``), the read-only tool of its app
+    that best matches the id argument's words: the call that finds the record's id."""
     state_vectors: bool = False
     """Embed the state too (one embedder call per step); off, the state is matched by keywords
     only and a step costs no model call (the request side is embedded once per run)."""
@@ -188,6 +191,24 @@ class ToolIndex:
         self._idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
         self.embedder = embedder
         self.vectors = embedder.embed(self.texts) if embedder is not None and self.texts else None
+        self.lookup = self._lookups(specs, apps or {})
+        """Per tool that takes a record id: the index of the read-only tool that finds such ids."""
+
+    def _lookups(self, specs: Sequence[ToolSpec], apps: Mapping[str, str]) -> dict[int, int]:
+        reads = [i for i, s in enumerate(specs) if s.read_only]
+        out: dict[int, int] = {}
+        for i, spec in enumerate(specs):
+            if not spec.id_arg:
+                continue
+            words = [w for w in _terms(spec.id_arg) if w != "id"]
+            scores = self.bm25(words) + 0.1 * self.bm25(_terms(self.texts[i]))
+            # a read that itself needs the id finds nothing: the lookup is one that takes none of it
+            same = [j for j in reads if j != i and apps.get(specs[j].name) == apps.get(spec.name)
+                    and specs[j].id_arg != spec.id_arg]
+            best = max(same, key=lambda j: (scores[j], -j), default=None)
+            if best is not None and scores[best] > 0:
+                out[i] = best
+        return out
 
     def bm25(self, query: Iterable[str]) -> np.ndarray:
         """BM25 score of every tool for the query terms (repeated terms count once)."""
@@ -347,9 +368,12 @@ class RetrievedExposure:
                                                           vectors=self._retriever.settings.state_vectors)
         lists = [np.argsort(-main, kind="stable"), *(np.argsort(-p, kind="stable") for p in self._parts)]
         out: dict[int, None] = {}
+        lookups = self._index.lookup if self._retriever.settings.lookups else {}
         for row in zip(*lists, strict=True):
             for i in row:
                 out.setdefault(int(i), None)
+                if int(i) in lookups:
+                    out.setdefault(lookups[int(i)], None)
         return [self._index.names[i] for i in out]
 
     def expose(self, state: str, pinned: Iterable[str]) -> list[str]:

@@ -65,7 +65,7 @@ def _world() -> ToolRegistry:
         """
         return [{"id": "p1", "name": "beach.jpg"}]
 
-    @tool(effect="delete")
+    @tool(effect="delete", id_arg="picture_id")
     def erase_picture(picture_id: str) -> dict:
         """Erase a picture for good.
 
@@ -119,6 +119,14 @@ def test_each_clause_of_a_multi_part_request_gets_its_best_tool() -> None:
     specs = _world().tools()
     shown = _retriever(k=2).exposure(specs, "Check tomorrow's forecast, then text a friend about it.").expose("", [])
     assert set(shown) == {"forecast", "text_friend"}
+
+
+def test_a_tool_that_takes_a_record_id_brings_the_read_that_finds_it() -> None:
+    specs = _world().tools()
+    with_lookup = _retriever(k=2).rank(specs, "erase it for good")
+    assert with_lookup.index("list_pictures") == with_lookup.index("erase_picture") + 1
+    plain = _retriever(k=2, lookups=False).rank(specs, "erase it for good")
+    assert plain.index("list_pictures") > plain.index("erase_picture") + 1
 
 
 def test_the_tool_text_reads_declarations_only() -> None:
