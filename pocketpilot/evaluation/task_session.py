@@ -275,7 +275,12 @@ async def _tools_fit(cfg: HarnessConfig, planner: Planner, tools: Sequence[ToolS
     need = planner.count_tokens(render_tools(list(tools)))
     if need <= cfg.budget.tools:
         return cfg
-    logger.info("whole phone: %d tools need %d tokens of tool list", len(tools), need)
+    evals = planner.info.eval
+    if evals is not None and need + cfg.budget.rules + planner.info.sampler.max_tokens > evals.n_ctx:
+        logger.warning("whole phone: the %d tools need %d tokens, more than n_ctx=%d leaves beside the rules and "
+                       "the answer; the run will stop with planner_error (raise --n-ctx)", len(tools), need, evals.n_ctx)
+    else:
+        logger.info("whole phone: %d tools need %d tokens of tool list", len(tools), need)
     return replace(cfg, budget=replace(cfg.budget, tools=need))
 
 
