@@ -299,3 +299,57 @@ def test_feeding_evaluates_only_what_the_cache_lacks_one_token_a_pass(logits) ->
     llm = FakeLlm([5, 6, 7, 1, 2])
     lps, passes = phases._feed(llm, [5, 6, 7, 1, 2, 3], inserted=1)  # the delimiter's row must be computed again
     assert llm.passes == [[2]] and len(lps) == 1 and llm.n_tokens == 5
+
+
+# ------------------------------------------------------------------ the grammars under llguidance (a byte vocabulary)
+
+
+class _ByteVocabulary:
+    """One token per byte and an end token: llguidance's view of a model, without a model."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    tokens = [bytes([i]) for i in range(256)] + [b"\xff<eos>"]
+    special_token_ids = [256]
+
+    def __call__(self, s: bytes | str) -> list[int]:
+        return list(s if isinstance(s, bytes) else s.encode())
+
+
+def _accepts(grammar: str, text: str) -> tuple[bool, bool]:
+    """Whether the grammar takes ``text`` whole, and whether nothing may follow it."""
+    llguidance = pytest.importorskip("llguidance")
+    tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteVocabulary()))
+    matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
+    assert not matcher.is_error(), matcher.get_error()
+    for byte in text.encode():
+        if not matcher.consume_token(byte):
+            return False, matcher.is_stopped()
+    return matcher.is_accepting(), matcher.is_stopped()
+
+
+def _llg(schema: dict) -> str:
+    llguidance = pytest.importorskip("llguidance")
+    return llguidance.LLMatcher.grammar_from_json_schema(ff.compact_schema(schema), defaults={"whitespace_flexible": False})
+
+
+def test_the_thought_grammar_is_one_line_and_stops_at_its_newline() -> None:
+    llguidance = pytest.importorskip("llguidance")
+    thought = llguidance.LLMatcher.grammar_from_regex(phases.THOUGHT_REGEX)
+    assert _accepts(thought, "Thought: the alarm first\n") == (True, True)  # complete: decoding ends here
+    assert _accepts(thought, "Thought: a\nb")[0] is False  # nothing after the newline
+    assert _accepts(thought, '{"kind":"finish"}')[0] is False  # the opener is forced
+    assert _accepts(thought, "Thought: not done yet") == (False, False)
+
+
+def test_the_choice_and_fill_grammars_under_llguidance() -> None:
+    choice = _llg(choice_json_schema(action_json_schema(TOOLS, KINDS, lengths=True), TOOLS))
+    assert _accepts(choice, '{"kind":"tool_call","tools":["set_alarm","get_weather"]}') == (True, True)
+    assert _accepts(choice, '{"kind":"tool_call","tools":["open_door"]}')[0] is False
+    assert _accepts(choice, '{"kind":"finish","summary":"done"}')[0] is True
+    fill = _llg(fill_json_schema(TOOLS, ["send_message", "set_alarm"], lengths=True))
+    good = ('{"kind":"tool_call","calls":[{"name":"send_message","arguments":{"to":"Ann","body":"hi"}},'
+            '{"name":"set_alarm","arguments":{"time":"07:30"}}]}')
+    assert _accepts(fill, good) == (True, True)
+    assert _accepts(fill, good.replace('"07:30"', '"7"'))[0] is False  # the chosen tool's own schema
+    assert _accepts(fill, good.replace('"send_message"', '"set_alarm"', 1))[0] is False  # the chosen order
