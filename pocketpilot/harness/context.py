@@ -41,9 +41,8 @@ RULES_ANSWERING = RULES.replace(
     " own question back.",
 ).replace(
     "- finish only when every part of the request is done and confirmed by tool results.",
-    "- finish only when every part of the request is done and confirmed by tool results. A question (about the"
-    " past, a memory, a result) is done when answered: finish with the answer, taken from the memories and"
-    " results you were shown.",
+    "- finish only when every part of the request is done and confirmed by tool results. A question is done when"
+    " answered: finish with the answer, taken from the memories and results shown.",
 )
 """The rules when the answer path is on (``HarnessConfig.answers``): a request that is a question
 is answered from the evidence shown, and is never sent back to the user as it came."""
