@@ -7,6 +7,12 @@ companion app is a conversation: "about the casting from before" must resolve). 
 dependencies arrive through the constructor as protocols; several sessions (several devices)
 share one event loop, because everything that blocks runs in worker threads. The loop itself
 is :mod:`pocketpilot.harness.loop`; its interventions are policies.
+
+A session given a memory recalls for each request before its first step
+(:mod:`pocketpilot.harness.recall`): an app that builds a session gets what the bench's harness
+mode gets, placed as ``HarnessConfig.memory`` says (whole when it fits, dated under the
+``clock``'s date, the owner's own statements marked as standing wishes), and the trace header
+records each recalled memory with its provenance.
 """
 
 from __future__ import annotations
