@@ -57,6 +57,8 @@ class Drafter:
         self.specs = catalogue.specs
         self.phrasing = Phrasing(world, catalogue, pools)
         self._ids: set[str] | None = None
+        self._recovered: set[str] = set()
+        """Setup tools that already gave a recovery draft (see :meth:`recovery`)."""
         self._families: dict[str, Callable[[Template, random.Random], Any]] = {
             "single_call": self.single_call,
             "multi_step": self.multi_step,
@@ -321,13 +323,20 @@ class Drafter:
         return Draft(goal, oracle, [seen, *crit, order, _unchanged(allow)], tools)
 
     async def recovery(self, t: Template, rng: random.Random) -> Draft | None:
-        for _ in range(8):  # most setups break nothing; try a few
-            s = self._probe(t, "setup", rng)
-            if s is None:
-                return None
-            found = await self._recover_from(t, rng, s)
-            if found is not None:
-                return found
+        # a suite of recoveries spread over what breaks: a setup tool that already gave a draft is
+        # tried again only when no other one does (else the one conflict found most easily, a
+        # cast to a second screen, fills the template whenever the draws happen to favour it)
+        for fresh_only in (True, False):
+            for _ in range(8):  # most setups break nothing; try a few
+                s = self._probe(t, "setup", rng)
+                if s is None:
+                    return None
+                if fresh_only and s.tool in self._recovered:
+                    continue
+                found = await self._recover_from(t, rng, s)
+                if found is not None:
+                    self._recovered.add(s.tool)
+                    return found
         return None
 
     async def _recover_from(self, t: Template, rng: random.Random, s: Probe) -> Draft | None:
