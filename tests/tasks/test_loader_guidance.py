@@ -60,10 +60,10 @@ def test_the_digest_covers_the_policy_text_not_only_the_file_name(tmp_path: Path
 
 
 RECORDED_DIGESTS = {
-    # bundled tasks' digests as recorded before the run settings and the answer form existed
-    "health-info-steps-mar07": "d21242bff49edd4613b2191c0da1d711927d710397268452533cc0077039c2cd",
-    "health-resting-hr-today": "d9342cb81060e65702cd7eb591f96d9e759333708e85bc29ddfa1e1adaf66ebb",
-    "mem-units-miles-5k": "3d9b5bb0629aa91aadbb7e94ef4f59c24ed0d930d7057a62899fb3bbc49f46be",
+    # bundled dev tasks' digests as recorded before the run settings and the answer form existed
+    "health-info-hr-mar05": "d411d2847455d16113e8ea1136192d225f4c96122bc4d8c66a3032060d46c57e",
+    "health-steps-yesterday": "f682529dbc227d5ab4693ab545ef3ebfe9f332a8ae96510bcef9a558b41fc062",
+    "mem-units-miles-42k": "44acabc94539daed3f26fc7116684faa433748848ed857c11d022f47aeb5c16d",
     "settings-wifi-off": "f2267ff5d2ba054505f70d0521a55f383dcea3573237d729d9b8e328e46c666a",
 }
 
