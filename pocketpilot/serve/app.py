@@ -89,6 +89,138 @@ async def _read_json(request: Request, model: type[M], limit: int) -> M:
         raise Invalid(f"{where}: {first['msg']} ({exc.error_count()} error(s))") from exc
 
 
+class _Api:
+    """The ``/v1`` endpoints over one session registry: each method is one route."""
+
+    def __init__(self, registry: SessionRegistry, limit: int) -> None:
+        self.registry, self.limit = registry, limit
+
+    def routes(self) -> list[Route]:
+        """The routes, in the order ``/openapi.json`` lists them."""
+        return [
+            Route("/openapi.json", _schema, methods=["GET"]),
+            Route("/v1/sessions", self.create_session, methods=["POST"]),
+            Route("/v1/sessions/{sid}", self.get_session, methods=["GET"]),
+            Route("/v1/sessions/{sid}", self.delete_session, methods=["DELETE"]),
+            Route("/v1/sessions/{sid}/requests", self.post_request, methods=["POST"]),
+            Route("/v1/sessions/{sid}/requests/current", self.cancel_request, methods=["DELETE"]),
+            Route("/v1/sessions/{sid}/events", self.events, methods=["GET"]),
+            Route("/v1/sessions/{sid}/answers", self.post_answer, methods=["POST"]),
+            Route("/v1/sessions/{sid}/traces/{name}", self.get_trace, methods=["GET"]),
+        ]
+
+    def session_of(self, request: Request) -> Any:
+        """The session the path names, if the request holds its key."""
+        return self.registry.get(request.path_params["sid"], request.headers.get(SESSION_KEY_HEADER))
+
+    async def create_session(self, request: Request) -> Response:
+        """``POST /v1/sessions``: open a device under a model and η; the key goes to this client only."""
+        spec = await _read_json(request, SessionCreate, self.limit)
+        session = await self.registry.create(spec)
+        return JSONResponse({"id": session.id, "key": session.key, "status": session.status().model_dump(mode="json")},
+                            status_code=201)
+
+    async def get_session(self, request: Request) -> Response:
+        """``GET /v1/sessions/{sid}``: the session's status."""
+        return JSONResponse(self.session_of(request).status().model_dump(mode="json"))
+
+    async def delete_session(self, request: Request) -> Response:
+        """``DELETE /v1/sessions/{sid}``: end the session (its run cancelled)."""
+        await self.registry.close(request.path_params["sid"], request.headers.get(SESSION_KEY_HEADER))
+        return JSONResponse({"closed": True})
+
+    async def post_request(self, request: Request) -> Response:
+        """``POST .../requests``: queue a request on the session's conversation."""
+        session = self.session_of(request)
+        body = await _read_json(request, RequestBody, self.limit)
+        turn = session.submit(body.request)
+        return JSONResponse({"turn": turn, "events": f"/v1/sessions/{session.id}/events"}, status_code=202)
+
+    async def cancel_request(self, request: Request) -> Response:
+        """``DELETE .../requests/current``: cancel the running request."""
+        return JSONResponse({"cancelled": await self.session_of(request).cancel()})
+
+    async def post_answer(self, request: Request) -> Response:
+        """``POST .../answers``: answer the pending question."""
+        session = self.session_of(request)
+        answer = await _read_json(request, Answer, self.limit)
+        question = session.answer(answer)
+        return JSONResponse({"question": question.model_dump(mode="json"), "answer": answer.answer})
+
+    async def events(self, request: Request) -> Response:
+        """``GET .../events``: the session's events as SSE, from after ``Last-Event-ID``."""
+        session = self.session_of(request)
+        raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        if not raw.strip().isdigit():
+            raise Invalid(f"Last-Event-ID must be an event number, not {raw!r}", "invalid_event_id")
+        after = int(raw)
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield b"retry: 1000\n\n"
+            async with contextlib.aclosing(session.log.follow(after)) as items:  # a gone client stops reading now
+                async for item in items:
+                    yield b": keepalive\n\n" if item is None else sse_frame(item)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def get_trace(self, request: Request) -> Response:
+        """``GET .../traces/{name}``: a run's trace as JSONL, an HTML replay or an OpenAI chat request."""
+        session = self.session_of(request)
+        path = trace_file(session.trace_dir, request.path_params["name"])
+        form = request.query_params.get("format", "jsonl")
+        if form == "jsonl":
+            return FileResponse(path, media_type="application/x-ndjson")
+        if form not in ("html", "chat"):
+            raise Invalid(f"format is jsonl, html or chat, not {form!r}", "invalid_format")
+        from ..tracing.trace import episode_to_chat, read_trace
+
+        episode, complete = read_trace(path)
+        if form == "chat":  # the run as an OpenAI chat request (an export for trainers)
+            return JSONResponse(episode_to_chat(episode))
+        from ..tracing.replay import render_replay
+
+        return HTMLResponse(render_replay(episode, complete))
+
+
+async def _schema(request: Request) -> Response:
+    return JSONResponse(openapi_schema())
+
+
+async def _console_page(request: Request) -> Response:
+    from .console import console_html
+
+    return HTMLResponse(console_html(), headers={"Content-Security-Policy": "default-src 'self'; "
+                                                 "style-src 'unsafe-inline'; script-src 'unsafe-inline'"})
+
+
+async def _on_serve_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ServeError)
+    return _error(exc)
+
+
+async def _on_typed_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, UsageError):
+        return _error(Invalid(str(exc), "invalid_request"))
+    if isinstance(exc, (UnknownModelError, ModelNotInstalledError)):  # the client named it
+        return _error(Invalid(str(exc), "invalid_model"))
+    logger.exception("%s %s failed", request.method, request.url.path)
+    return _error(ServeError(f"{type(exc).__name__}: {exc}"))
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "no_route", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    err = ServeError(str(exc.detail), code)
+    err.status = exc.status_code
+    return _error(err)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    logger.exception("%s %s failed", request.method, request.url.path)
+    return _error(ServeError(f"internal error: {type(exc).__name__}"))
+
+
 def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, devices: DeviceFactory | None = None,
                memory: MemoryBinding | None = None, kit: Any = None, console: bool = True) -> Starlette:
     """The service as an ASGI app (uvicorn runs it; tests may too).
@@ -105,103 +237,6 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
         console: serve the live console page at ``/``.
     """
     registry = SessionRegistry(config, planners, devices, memory, kit)
-    limit = config.max_body_bytes
-
-    def session_of(request: Request) -> Any:
-        return registry.get(request.path_params["sid"], request.headers.get(SESSION_KEY_HEADER))
-
-    async def create_session(request: Request) -> Response:
-        spec = await _read_json(request, SessionCreate, limit)
-        session = await registry.create(spec)
-        return JSONResponse({"id": session.id, "key": session.key, "status": session.status().model_dump(mode="json")},
-                            status_code=201)
-
-    async def get_session(request: Request) -> Response:
-        return JSONResponse(session_of(request).status().model_dump(mode="json"))
-
-    async def delete_session(request: Request) -> Response:
-        await registry.close(request.path_params["sid"], request.headers.get(SESSION_KEY_HEADER))
-        return JSONResponse({"closed": True})
-
-    async def post_request(request: Request) -> Response:
-        session = session_of(request)
-        body = await _read_json(request, RequestBody, limit)
-        turn = session.submit(body.request)
-        return JSONResponse({"turn": turn, "events": f"/v1/sessions/{session.id}/events"}, status_code=202)
-
-    async def cancel_request(request: Request) -> Response:
-        return JSONResponse({"cancelled": await session_of(request).cancel()})
-
-    async def post_answer(request: Request) -> Response:
-        session = session_of(request)
-        answer = await _read_json(request, Answer, limit)
-        question = session.answer(answer)
-        return JSONResponse({"question": question.model_dump(mode="json"), "answer": answer.answer})
-
-    async def events(request: Request) -> Response:
-        session = session_of(request)
-        raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-        if not raw.strip().isdigit():
-            raise Invalid(f"Last-Event-ID must be an event number, not {raw!r}", "invalid_event_id")
-        after = int(raw)
-
-        async def stream() -> AsyncIterator[bytes]:
-            yield b"retry: 1000\n\n"
-            async with contextlib.aclosing(session.log.follow(after)) as items:  # a gone client stops reading now
-                async for item in items:
-                    yield b": keepalive\n\n" if item is None else sse_frame(item)
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-
-    async def get_trace(request: Request) -> Response:
-        session = session_of(request)
-        path = trace_file(session.trace_dir, request.path_params["name"])
-        form = request.query_params.get("format", "jsonl")
-        if form == "jsonl":
-            return FileResponse(path, media_type="application/x-ndjson")
-        if form not in ("html", "chat"):
-            raise Invalid(f"format is jsonl, html or chat, not {form!r}", "invalid_format")
-        from ..tracing.trace import episode_to_chat, read_trace
-
-        episode, complete = read_trace(path)
-        if form == "chat":  # the run as an OpenAI chat request (an export for trainers)
-            return JSONResponse(episode_to_chat(episode))
-        from ..tracing.replay import render_replay
-
-        return HTMLResponse(render_replay(episode, complete))
-
-    async def schema(request: Request) -> Response:
-        return JSONResponse(openapi_schema())
-
-    async def console_page(request: Request) -> Response:
-        from .console import console_html
-
-        return HTMLResponse(console_html(), headers={"Content-Security-Policy": "default-src 'self'; "
-                                                     "style-src 'unsafe-inline'; script-src 'unsafe-inline'"})
-
-    async def on_serve_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ServeError)
-        return _error(exc)
-
-    async def on_typed_error(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, UsageError):
-            return _error(Invalid(str(exc), "invalid_request"))
-        if isinstance(exc, (UnknownModelError, ModelNotInstalledError)):  # the client named it
-            return _error(Invalid(str(exc), "invalid_model"))
-        logger.exception("%s %s failed", request.method, request.url.path)
-        return _error(ServeError(f"{type(exc).__name__}: {exc}"))
-
-    async def on_http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        code = {404: "no_route", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        err = ServeError(str(exc.detail), code)
-        err.status = exc.status_code
-        return _error(err)
-
-    async def on_unexpected(request: Request, exc: Exception) -> Response:
-        logger.exception("%s %s failed", request.method, request.url.path)
-        return _error(ServeError(f"internal error: {type(exc).__name__}"))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -210,19 +245,9 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
         finally:
             await registry.aclose()
 
-    routes = [
-        Route("/openapi.json", schema, methods=["GET"]),
-        Route("/v1/sessions", create_session, methods=["POST"]),
-        Route("/v1/sessions/{sid}", get_session, methods=["GET"]),
-        Route("/v1/sessions/{sid}", delete_session, methods=["DELETE"]),
-        Route("/v1/sessions/{sid}/requests", post_request, methods=["POST"]),
-        Route("/v1/sessions/{sid}/requests/current", cancel_request, methods=["DELETE"]),
-        Route("/v1/sessions/{sid}/events", events, methods=["GET"]),
-        Route("/v1/sessions/{sid}/answers", post_answer, methods=["POST"]),
-        Route("/v1/sessions/{sid}/traces/{name}", get_trace, methods=["GET"]),
-    ]
+    routes = _Api(registry, config.max_body_bytes).routes()
     if console:
-        routes.append(Route("/", console_page, methods=["GET"]))
+        routes.append(Route("/", _console_page, methods=["GET"]))
     middleware = [Middleware(BearerAuth, token=token)]
     if config.cors_origins:
         middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
@@ -230,7 +255,7 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
                                         allow_headers=["Authorization", "Content-Type", SESSION_KEY_HEADER,
                                                        "Last-Event-ID"]))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={ServeError: on_serve_error, PocketPilotError: on_typed_error,
-                                        HTTPException: on_http_error, Exception: on_unexpected})
+                    exception_handlers={ServeError: _on_serve_error, PocketPilotError: _on_typed_error,
+                                        HTTPException: _on_http_error, Exception: _on_unexpected})
     app.state.registry = registry
     return app
