@@ -18,7 +18,7 @@ from ..executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
     CallbackConfirmation,
-    ConfirmationPolicy,
+    Confirmer,
     ContextBudget,
     DenyAll,
     Executor,
@@ -63,7 +63,7 @@ class _DenyWithoutTty(DenyAll):
         return False
 
 
-def _confirmation(yes: bool, *, tty: bool | None = None) -> ConfirmationPolicy:
+def _confirmation(yes: bool, *, tty: bool | None = None) -> Confirmer:
     """``--yes`` allows; on a terminal the user is asked per call; otherwise the call is denied."""
     if yes:
         return AllowAll()

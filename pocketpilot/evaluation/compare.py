@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..contracts import Episode, Step
-from ..harness import ConfirmationPolicy, HarnessConfig, Planner
+from ..harness import Confirmer, HarnessConfig, Planner
 from ..harness.observer import RunObserver
 from ..memory import Embedder
 from ..tasks import TaskSpec
@@ -240,7 +240,7 @@ async def run_task(
     kit: HarnessKit | None = None,
     prior_budget: int | None = None,
     on_step: Callable[[Step], None] | None = None,
-    confirm: ConfirmationPolicy | None = None,
+    confirm: Confirmer | None = None,
     observer: RunObserver | None = None,
     settings: RunSettings | None = None,
 ) -> tuple[Episode, TaskOutcome]:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ..contracts import Episode, ToolCallAction
-from ..harness import ConfirmationPolicy
+from ..harness import Confirmer
 from ..harness.planners import ScriptedPlanner
 from ..tasks import TaskSpec, oracle_actions
 from .task_session import HarnessKit, Mode, load_harness_kit
@@ -69,7 +69,7 @@ async def replay_oracles(
     *,
     modes: Sequence[Mode] = ("harness",),
     kit: HarnessKit | None = None,
-    confirm: ConfirmationPolicy | None = None,
+    confirm: Confirmer | None = None,
     on_task: Callable[[TaskSpec], None] | None = None,
 ) -> list[BlockedOracle]:
     """Replay each task's oracle in each mode; return the ones that did not pass (empty: none blocked).

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from ..contracts import Episode, RetrievedMemory, Step, ToolCall, ToolSpec
 from ..errors import UsageError
 from ..harness import (
-    ConfirmationPolicy,
+    Confirmer,
     ContextBudget,
     HarnessConfig,
     Planner,
@@ -295,7 +295,7 @@ async def run_task_session(
     kit: HarnessKit | None = None,
     prior_budget: int | None = None,
     on_step: Callable[[Step], None] | None = None,
-    confirm: ConfirmationPolicy | None = None,
+    confirm: Confirmer | None = None,
     observer: RunObserver | None = None,
     settings: RunSettings | None = None,
 ) -> tuple[Episode, Path | None]:

@@ -3,6 +3,7 @@
 from .base import (
     ChatMessage,
     ConfirmationPolicy,
+    Confirmer,
     Executor,
     MemoryStore,
     Planner,
@@ -24,6 +25,7 @@ __all__ = [
     "CallbackConfirmation",
     "ChatMessage",
     "ConfirmationPolicy",
+    "Confirmer",
     "ContextBudget",
     "Conversation",
     "DenyAll",

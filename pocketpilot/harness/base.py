@@ -26,6 +26,7 @@ __all__ = [
     "ObjectiveGate",
     "RepairsCalls",
     "ConfirmationPolicy",
+    "Confirmer",
     "Executor",
     "MemoryStore",
     "PlanRequest",
@@ -92,12 +93,20 @@ class Planner(Protocol):
         ...
 
 
-class ConfirmationPolicy(Protocol):
-    """Decides whether a call that needs confirmation (``ToolSpec.needs_confirmation``) may run."""
+class Confirmer(Protocol):
+    """Decides whether a call that needs confirmation (``ToolSpec.needs_confirmation``) may run.
+
+    The user (a terminal prompt, an app's dialog, a task's stand-in) behind the harness's
+    ``confirmation`` policy, which asks it: a confirmer is not itself a policy.
+    """
 
     async def __call__(self, call: ToolCall, spec: ToolSpec) -> bool:
         """True to allow the call; ``spec`` has the call's effective semantics (a tap's classified effect)."""
         ...
+
+
+ConfirmationPolicy = Confirmer
+"""The earlier name of :class:`Confirmer`, kept for code written against it."""
 
 
 class Verifier(Protocol):

@@ -31,7 +31,7 @@ from ..memory.base import DescribesRetrieval
 from ..skills.base import LoadedSkillView, ToolGate
 from ..tracing.trace import TraceWriter
 from .actions import SubAgent
-from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, RunExposure, SkillStore, ToolExposure, Verifier
+from .base import Confirmer, Executor, MemoryStore, Planner, RunExposure, SkillStore, ToolExposure, Verifier
 from .config import HarnessConfig
 from .context import ContextAssembler
 from .observer import RunEvent, RunObserver
@@ -53,7 +53,7 @@ class RunDeps:
     executor: Executor
     memory: MemoryStore | None
     skills: SkillStore | None
-    confirm: ConfirmationPolicy
+    confirm: Confirmer
     verifier: Verifier | None
     observer: RunObserver | None
     spawn_child: SpawnChild

@@ -36,7 +36,7 @@ from ..contracts import (
 )
 from ..errors import UsageError
 from ..memory.base import ListsMemories
-from .base import ConfirmationPolicy, Executor, MemoryStore, Planner, SkillStore, ToolExposure, ToolGate, Verifier
+from .base import Confirmer, Executor, MemoryStore, Planner, SkillStore, ToolExposure, ToolGate, Verifier
 from .config import HarnessConfig
 from .confirm import DenyAll
 from .loop import Run
@@ -76,7 +76,7 @@ class Session:
         config: HarnessConfig | None = None,
         memory: MemoryStore | None = None,
         skills: SkillStore | None = None,
-        confirm: ConfirmationPolicy | None = None,
+        confirm: Confirmer | None = None,
         verifier: Verifier | None = None,
         tools: Sequence[str] | None = None,
         guidance: Sequence[str] = (),
@@ -158,7 +158,7 @@ class Session:
         self.config = config or HarnessConfig()
         self.memory = memory
         self.skills = skills
-        self.confirm: ConfirmationPolicy = confirm or DenyAll()
+        self.confirm: Confirmer = confirm or DenyAll()
         self.verifier = verifier
         self.guidance = list(guidance)
         self.trace_dir = trace_dir

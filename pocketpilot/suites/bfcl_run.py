@@ -31,7 +31,7 @@ from ..errors import PocketPilotError
 from ..evaluation.compare import HarnessKit, Mode, load_harness_kit
 from ..harness import (
     AllowAll,
-    ConfirmationPolicy,
+    Confirmer,
     ContextBudget,
     HarnessConfig,
     Planner,
@@ -144,7 +144,7 @@ async def run_bfcl_task(
     kit: HarnessKit | None = None,
     config: HarnessConfig | None = None,
     trace_dir: Path | None = None,
-    confirm: ConfirmationPolicy | None = None,
+    confirm: Confirmer | None = None,
     stop_at_first_failure: bool = True,
     on_turn: Callable[[int, TurnCheck], None] | None = None,
 ) -> BfclOutcome:
