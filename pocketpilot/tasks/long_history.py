@@ -27,7 +27,6 @@ with ``python -m pocketpilot.tasks.long_history --write`` in a commit that says 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
 import re
@@ -412,20 +411,9 @@ def history_drift(directory: Path = HISTORY_DIR, lock: Path = HISTORY_LOCK) -> s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the long-history tasks, or check/re-record their test split.")
-    parser.add_argument("--regenerate", action="store_true", help="rewrite the bundled folder from the tables")
-    parser.add_argument("--write", action="store_true", help="record the test split as it is now")
-    args = parser.parse_args(argv)
-    if args.regenerate:
-        print(f"generated {len(write_history(generate_history()))} tasks in {HISTORY_DIR}")
-    if args.write:
-        print(f"recorded {len(split_lock.write_lock(HISTORY_DIR, HISTORY_LOCK))} test tasks in {HISTORY_LOCK}")
-        return 0
-    found = history_drift()
-    for kind, ids in found.items():
-        for task_id in ids:
-            print(f"{kind}: {task_id}")
-    return 1 if found else 0
+    """Regenerate the long-history tasks, or check/re-record their test split."""
+    return split_lock.lock_main(argv, what="the long-history tasks", directory=HISTORY_DIR, lock=HISTORY_LOCK,
+                                regenerate=lambda: len(write_history(generate_history())))
 
 
 if __name__ == "__main__":

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
-__all__ = ["LOCK_FILE", "SplitDrift", "current_test_split", "drift", "recorded_test_split", "write_lock"]
+__all__ = ["LOCK_FILE", "SplitDrift", "current_test_split", "drift", "lock_main", "recorded_test_split", "write_lock"]
 
 DATA = Path(__file__).parent / "data"
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -73,18 +74,33 @@ def write_lock(data: Path = DATA, lock: Path = LOCK_FILE) -> dict[str, str]:
     return tasks
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Check (or, with --write, re-record) the frozen test split.")
+def lock_main(argv: list[str] | None, *, what: str, directory: Path, lock: Path,
+              regenerate: Callable[[], int] | None = None) -> int:
+    """The command line every frozen folder shares: check its test split, or re-record it.
+
+    Exits 1 when the split drifted from its record (each drift printed), 0 otherwise;
+    ``regenerate`` (where the folder is generated) rewrites it first with ``--regenerate``.
+    """
+    parser = argparse.ArgumentParser(description=f"Check (or, with --write, re-record) the frozen test split of {what}.")
+    if regenerate is not None:
+        parser.add_argument("--regenerate", action="store_true", help=f"rewrite {what} first")
     parser.add_argument("--write", action="store_true", help="record the split as it is now")
     args = parser.parse_args(argv)
+    if regenerate is not None and args.regenerate:
+        print(f"generated {regenerate()} tasks in {directory}")
     if args.write:
-        print(f"recorded {len(write_lock())} test tasks in {LOCK_FILE}")
+        print(f"recorded {len(write_lock(directory, lock))} test tasks in {lock}")
         return 0
-    found = drift()
+    found = drift(directory, lock)
     for kind, ids in found.items():
         for task_id in ids:
             print(f"{kind}: {task_id}")
     return 1 if found else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check (or re-record) the hand-written tasks' frozen test split."""
+    return lock_main(argv, what="the hand-written tasks", directory=DATA, lock=LOCK_FILE)
 
 
 if __name__ == "__main__":

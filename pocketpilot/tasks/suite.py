@@ -8,7 +8,6 @@ in a commit that says why.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from . import split_lock
@@ -46,20 +45,9 @@ def regenerate(count: int = SUITE_COUNT, seed: int = SUITE_SEED) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the generated suite, or check/re-record its test split.")
-    parser.add_argument("--regenerate", action="store_true", help="rewrite the suite from the templates")
-    parser.add_argument("--write", action="store_true", help="record the test split as it is now")
-    args = parser.parse_args(argv)
-    if args.regenerate:
-        print(f"generated {regenerate()} tasks in {SUITE_DIR}")
-    if args.write:
-        print(f"recorded {len(split_lock.write_lock(SUITE_DIR, SUITE_LOCK))} test tasks in {SUITE_LOCK}")
-        return 0
-    found = suite_drift()
-    for kind, ids in found.items():
-        for task_id in ids:
-            print(f"{kind}: {task_id}")
-    return 1 if found else 0
+    """Regenerate the generated suite, or check/re-record its test split."""
+    return split_lock.lock_main(argv, what="the generated suite", directory=SUITE_DIR, lock=SUITE_LOCK,
+                                regenerate=regenerate)
 
 
 if __name__ == "__main__":
