@@ -26,7 +26,7 @@ import time
 
 from pocketpilot.adapters import Eta, session_kwargs
 from pocketpilot.adapters.examples import with_experience
-from pocketpilot.evaluation.task_session import load_harness_kit, run_task_session
+from pocketpilot.evaluation.task_episode import load_harness_kit, run_task_episode
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions, prepare
 from pocketpilot.trainer_bridge.distil import distil
@@ -36,7 +36,7 @@ async def _dev_episodes(limit: int) -> list:
     kit = load_harness_kit()
     out = []
     for task in [t for t in load_suite("dev") if t.oracle][:limit]:
-        episode, _ = await run_task_session(task, ScriptedPlanner(oracle_actions(task)), kit=kit)
+        episode, _ = await run_task_episode(task, ScriptedPlanner(oracle_actions(task)), kit=kit)
         out.append(episode)
     return out
 
@@ -98,7 +98,7 @@ def main() -> None:
 
 async def _ab(planner: object, kit: object, eta: Eta, n: int) -> None:
     """The first ``n`` evolve tasks with the default η and with η plus experience, paired by task."""
-    from pocketpilot.evaluation.task_session import HarnessKit
+    from pocketpilot.evaluation.task_episode import HarnessKit
 
     learned = HarnessKit(kit.library, eta=eta)  # type: ignore[attr-defined]
     wins = {"default": 0, "experience": 0}
@@ -106,7 +106,7 @@ async def _ab(planner: object, kit: object, eta: Eta, n: int) -> None:
         row = []
         for label, k in (("default", kit), ("experience", learned)):
             t0 = time.perf_counter()
-            episode, _ = await run_task_session(task, planner, kit=k)  # type: ignore[arg-type]
+            episode, _ = await run_task_episode(task, planner, kit=k)  # type: ignore[arg-type]
             ok = bool(episode.verdict and episode.verdict.success)
             wins[label] += ok
             row.append(f"{label} {'pass' if ok else 'FAIL'} ({len(episode.steps)} steps, {time.perf_counter() - t0:.0f}s)")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pocketpilot.adapters.placement import MemorySettings
-from pocketpilot.evaluation.task_session import HarnessKit, load_harness_kit, run_task_session
+from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, run_task_episode
 from pocketpilot.tasks import load_suite
 
 KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search")
@@ -75,7 +75,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             kit = variant_kit(base, name)
             rows = []
             for task in tasks:
-                episode, _ = await run_task_session(task, planner, mode="harness", kit=kit)
+                episode, _ = await run_task_episode(task, planner, mode="harness", kit=kit)
                 rows.append({"task": task.id, "success": bool(episode.verdict and episode.verdict.success),
                              "stop": episode.stop_reason, "steps": len(episode.steps),
                              "recalled": len(episode.header.recalled)})

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from pocketpilot.adapters.tool_retrieval import ToolRetrievalSettings, ToolRetriever
 from pocketpilot.contracts import Delegate, ToolCallAction
-from pocketpilot.evaluation.task_session import RECALL_K
+from pocketpilot.evaluation.task_episode import RECALL_K
 from pocketpilot.memory.embedders import load_default_embedder
 from pocketpilot.tasks import load_suite, prepare
 from pocketpilot.tasks.loader import _criterion_tools

@@ -55,7 +55,7 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
     from ..adapters import load_eta
     from ..evaluation.evolve import CandidateProposer, EvolveLoop, ExperienceDistiller
     from ..evaluation.evolve_state import EvolveSettings
-    from ..evaluation.task_session import load_harness_kit
+    from ..evaluation.task_episode import load_harness_kit
 
     settings = EvolveSettings(tasks_dir=str(Path(tasks_dir).resolve()), dev_sample=dev_sample,
                               evolve_sample=evolve_sample, seed=seed, max_candidates=max_candidates)

@@ -78,7 +78,7 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, token_file: 
     tools = executor.tools()  # specs: skills and notes attach by each tool's declared world
     kwargs: dict[str, Any] = {}
     if eta == "default":
-        from ..evaluation.task_session import load_harness_kit
+        from ..evaluation.task_episode import load_harness_kit
 
         kwargs = dict(load_harness_kit().session_kwargs(tools, memory=False, memory_search=False))
     if evidence:
@@ -104,7 +104,7 @@ def serve(transport: str, host: str, port: int, insecure_lan: bool, token_file: 
 
 def _device(device: str, apps: list[str] | None) -> tuple[Any, list[str]]:
     if device == "sandbox":
-        from ..evaluation.task_session import device_clock
+        from ..evaluation.task_episode import device_clock
         from ..executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 
         phone = SandboxPhone()

@@ -13,7 +13,7 @@ import click
 
 from ..contracts import Episode, Step, ToolCall, ToolSpec
 from ..errors import UsageError
-from ..evaluation.task_session import Mode, RunSettings, device_clock, load_harness_kit, run_task_session
+from ..evaluation.task_episode import Mode, RunSettings, device_clock, load_harness_kit, run_task_episode
 from ..executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from ..harness import (
     AllowAll,
@@ -128,7 +128,7 @@ def _execute(request: str | None, task: TaskSpec | None, planner: Planner,
                 # the task's memory store searches hybrid (the embedder is built once, first run)
                 embedder = await asyncio.to_thread(default_embedder)
                 await loading
-                episode, trace = await run_task_session(chosen, planner, mode=mode, trace_dir=trace_dir,
+                episode, trace = await run_task_episode(chosen, planner, mode=mode, trace_dir=trace_dir,
                                                         settings=settings, kit=kit, on_step=_show,
                                                         embedder=embedder, confirm=_confirmation(yes),
                                                         observer=observer)

@@ -162,7 +162,7 @@ def _kit(eta_file: str | None) -> Any:
     if eta_file is None:
         return None
     from ..adapters import load_eta
-    from ..evaluation.task_session import HarnessKit
+    from ..evaluation.task_episode import HarnessKit
     from ..skills import SkillLibrary
 
     return HarnessKit(SkillLibrary.builtin(), eta=load_eta(eta_file))

@@ -20,7 +20,7 @@ same information, so the difference is the harness's lift:
 
 One planner instance serves the whole suite (loading a GGUF costs seconds); each task gets a
 fresh world (the sandbox phone, or the one its file brings), its own exposed tools, its own
-memory store and its verifier. The session itself is :mod:`pocketpilot.evaluation.task_session`, which
+memory store and its verifier. The run itself is :mod:`pocketpilot.evaluation.task_episode`, which
 ``pocketpilot run --task`` uses without this module.
 """
 
@@ -41,14 +41,14 @@ from ..harness import Confirmer, HarnessConfig, Planner
 from ..harness.observer import RunObserver
 from ..memory import Embedder
 from ..tasks import TaskSpec
-from .task_session import (
+from .task_episode import (
     HarnessKit,
     Mode,
     RunSettings,
     device_clock,
     load_harness_kit,
     recall_guidance,
-    run_task_session,
+    run_task_episode,
 )
 
 __all__ = [
@@ -246,7 +246,7 @@ async def run_task(
 ) -> tuple[Episode, TaskOutcome]:
     """Run one task on a fresh world, in one configuration, and verify it.
 
-    The run itself is :func:`pocketpilot.evaluation.task_session.run_task_session` (what ``pocketpilot
+    The run itself is :func:`pocketpilot.evaluation.task_episode.run_task_episode` (what ``pocketpilot
     run --task`` does too); this adds the outcome the bench aggregates.
 
     Args:
@@ -261,14 +261,14 @@ async def run_task(
             planner's context window leaves (:mod:`pocketpilot.evaluation.bare_window`).
         on_step: Called with each step as it is recorded (the CLI prints it).
         confirm: Who answers the harness's questions; default
-            :class:`~pocketpilot.evaluation.task_session.TaskUser` (yes to the confirmations the request
+            :class:`~pocketpilot.evaluation.task_episode.TaskUser` (yes to the confirmations the request
             implies, no to a change it does not name), the CLI asks its user.
         observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
         settings: The caller's settings over the task's own (guidance, context budgets, steps).
     """
     t0 = time.monotonic()
     kit = kit if kit is not None else load_harness_kit()
-    episode, trace = await run_task_session(
+    episode, trace = await run_task_episode(
         task, planner, mode=mode, trace_dir=trace_dir, config=config, embedder=embedder, kit=kit,
         prior_budget=prior_budget, on_step=on_step, confirm=confirm, observer=observer, settings=settings,
     )

@@ -59,7 +59,7 @@ from .evolve_state import (
     Review,
     StateFolder,
 )
-from .task_session import HarnessKit
+from .task_episode import HarnessKit
 
 __all__ = [
     "AUTO_APPROVER",

@@ -23,7 +23,7 @@ from ..contracts import Episode, ToolCallAction
 from ..harness import Confirmer
 from ..harness.planners import ScriptedPlanner
 from ..tasks import TaskSpec, oracle_actions
-from .task_session import HarnessKit, Mode, load_harness_kit
+from .task_episode import HarnessKit, Mode, load_harness_kit
 
 __all__ = ["BlockedOracle", "replay_oracles"]
 

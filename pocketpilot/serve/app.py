@@ -232,7 +232,7 @@ def create_app(config: ServeConfig, planners: PlannerFactory, *, token: str, dev
         token: the bearer token every ``/v1`` request must carry.
         devices: opens a session's device (default: sandbox, adb, the configured MCP servers).
         memory: the memory store sessions search, each through its owner's caller.
-        kit: the harness kit under the operator's η (:class:`~pocketpilot.evaluation.task_session.HarnessKit`;
+        kit: the harness kit under the operator's η (:class:`~pocketpilot.evaluation.task_episode.HarnessKit`;
             None: the built-in one).
         console: serve the live console page at ``/``.
     """

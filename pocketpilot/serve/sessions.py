@@ -339,7 +339,7 @@ class SessionRegistry:
         if spec.eta == "none":
             return {"policies": safety_policies()}
         if self._kit is None:
-            from ..evaluation.task_session import load_harness_kit
+            from ..evaluation.task_episode import load_harness_kit
 
             self._kit = await asyncio.to_thread(load_harness_kit)
         return dict(self._kit.session_kwargs(tools, memory=memory, memory_search=memory))

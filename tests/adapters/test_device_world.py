@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import adbutils
 
-from pocketpilot.evaluation.task_session import load_harness_kit
+from pocketpilot.evaluation.task_episode import load_harness_kit
 from pocketpilot.executor.adb import AdbExecutor
 from pocketpilot.executor.sandbox.phone import SANDBOX_WORLD
 from pocketpilot.executor.tools import ToolRegistry, tool

@@ -9,7 +9,7 @@ from pocketpilot.adapters import compile_eta, sandbox_tool_apps
 from pocketpilot.adapters.diff import diff_eta
 from pocketpilot.adapters.kit import session_kwargs
 from pocketpilot.adapters.placement import MemorySettings
-from pocketpilot.evaluation.task_session import HarnessKit
+from pocketpilot.evaluation.task_episode import HarnessKit
 from pocketpilot.harness import HarnessConfig, MemoryPlacement
 
 

@@ -280,7 +280,7 @@ def test_eta_switches_retrieval_on_and_leaves_its_version_alone_when_off() -> No
 
 async def test_a_whole_phone_task_runs_with_retrieved_tools() -> None:
     from pocketpilot.evaluation.compare import load_harness_kit, run_task
-    from pocketpilot.evaluation.task_session import RunSettings
+    from pocketpilot.evaluation.task_episode import RunSettings
     from pocketpilot.tasks import load_suite, oracle_actions, prepare
 
     task = next(t for t in load_suite("dev") if t.id == "settings-wifi-off")

@@ -19,7 +19,7 @@ from pocketpilot.adapters import compile_eta, sandbox_tool_apps
 from pocketpilot.adapters.notes import DEFAULT_NOTES, SANDBOX
 from pocketpilot.contracts import ToolSpec
 from pocketpilot.errors import WorldError
-from pocketpilot.evaluation.task_session import load_harness_kit, run_task_session
+from pocketpilot.evaluation.task_episode import load_harness_kit, run_task_episode
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.executor.sandbox.phone import SANDBOX_WORLD
 from pocketpilot.harness.planners import ScriptedPlanner
@@ -189,7 +189,7 @@ async def test_a_foreign_start_cast_runs_ungated_and_unguided(folder: Path, kit:
         {"kind": "tool_call", "calls": [{"name": "start_cast", "arguments": {"target": "Living room TV"}}]},
         {"kind": "finish", "summary": "Casting to the living room TV."},
     ])
-    episode, _ = await run_task_session(task, planner, kit=kit)
+    episode, _ = await run_task_episode(task, planner, kit=kit)
     assert episode.header.skills == []
     assert [r.ok for s in episode.steps for r in s.results] == [True]
     assert episode.verdict is not None and episode.verdict.success
@@ -206,7 +206,7 @@ async def test_a_planner_cannot_load_a_sandbox_skill_onto_a_foreign_world(folder
         {"kind": "tool_call", "calls": [{"name": "start_cast", "arguments": {"target": "Living room TV"}}]},
         {"kind": "finish", "summary": "Casting to the living room TV."},
     ], validate=False)
-    episode, _ = await run_task_session(task, planner, kit=kit)
+    episode, _ = await run_task_episode(task, planner, kit=kit)
     load, cast = episode.steps[0].results[0], episode.steps[1].results[0]
     assert not load.ok and load.error is not None and load.error.code == "unknown_skill"
     assert cast.ok and episode.verdict is not None and episode.verdict.success
@@ -219,7 +219,7 @@ async def test_a_declared_start_cast_is_held_by_the_sandbox_gate(folder: Path, k
         {"kind": "tool_call", "calls": [{"name": "start_cast", "arguments": {"target": "Living room TV"}}]},
         {"kind": "finish", "summary": "Casting to the living room TV."},
     ])
-    episode, _ = await run_task_session(task, planner, kit=kit)
+    episode, _ = await run_task_episode(task, planner, kit=kit)
     assert "screen-cast" in episode.header.skills
     first = episode.steps[0].results[0]
     assert not first.ok and first.error is not None and first.error.code == "precondition_failed"

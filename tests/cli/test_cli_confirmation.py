@@ -52,12 +52,12 @@ def test_the_demo_asks_instead_of_allowing_all(monkeypatch: pytest.MonkeyPatch) 
         async def aclose(self) -> None:
             return None
 
-    async def fake_run_task_session(task: Any, planner: Any, **kw: Any) -> Any:
+    async def fake_run_task_episode(task: Any, planner: Any, **kw: Any) -> Any:
         seen["task"], seen["confirm"] = task.id, kw["confirm"]
         raise SystemExit(0)
 
     monkeypatch.setattr(run_module, "build_planner", lambda *a, **k: Planner())
-    monkeypatch.setattr(run_module, "run_task_session", fake_run_task_session)
+    monkeypatch.setattr(run_module, "run_task_episode", fake_run_task_episode)
     CliRunner().invoke(cli, ["demo"])
     assert seen["task"] == run_module.DEMO_TASK
     assert not asyncio.run(seen["confirm"](ToolCall(name="power_off"), POWER_OFF))  # no terminal here: denied
@@ -75,12 +75,12 @@ def test_the_demo_allows_the_power_off_only_with_yes(monkeypatch: pytest.MonkeyP
         async def aclose(self) -> None:
             return None
 
-    async def fake_run_task_session(task: Any, planner: Any, **kw: Any) -> Any:
+    async def fake_run_task_episode(task: Any, planner: Any, **kw: Any) -> Any:
         seen.append(kw["confirm"])
         raise SystemExit(0)
 
     monkeypatch.setattr(run_module, "build_planner", lambda *a, **k: Planner())
-    monkeypatch.setattr(run_module, "run_task_session", fake_run_task_session)
+    monkeypatch.setattr(run_module, "run_task_episode", fake_run_task_episode)
     CliRunner().invoke(cli, ["demo", "--yes"])
     CliRunner().invoke(cli, ["demo"])
     allowed, asked = (asyncio.run(policy(ToolCall(name="power_off"), POWER_OFF)) for policy in seen)

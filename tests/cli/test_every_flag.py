@@ -25,7 +25,7 @@ import pocketpilot.harness.planners as planners_module
 from pocketpilot.adapters.tool_retrieval import MORE_TOOLS
 from pocketpilot.cli.main import cli
 from pocketpilot.errors import UsageError
-from pocketpilot.evaluation.task_session import RunSettings
+from pocketpilot.evaluation.task_episode import RunSettings
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, load_task, oracle_actions, prepare
 

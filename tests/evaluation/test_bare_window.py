@@ -8,7 +8,7 @@ import pytest
 
 from pocketpilot.contracts import EvalSettings, PlannerInfo
 from pocketpilot.evaluation.bare_window import MESSAGE_OVERHEAD, PRIOR_BUDGET, BareWindow
-from pocketpilot.evaluation.task_session import run_task_session, task_config
+from pocketpilot.evaluation.task_episode import run_task_episode, task_config
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import TaskSpec, load_task
 from pocketpilot.tasks.long_history import HISTORY_DIR
@@ -41,7 +41,7 @@ def _prompt_tokens(planner: ScriptedPlanner) -> int:
 async def test_a_500_memory_owner_fits_the_window_newest_kept_and_the_trace_says_how_many_were_dropped(
         task, n_ctx, tmp_path) -> None:
     planner = WindowPlanner([{"kind": "finish", "summary": "no idea"}], n_ctx=n_ctx)
-    episode, trace = await run_task_session(task, planner, mode="bare", trace_dir=tmp_path)
+    episode, trace = await run_task_episode(task, planner, mode="bare", trace_dir=tmp_path)
     messages = planner.requests[0].messages
     prior = [m for m in messages if m.section == "prior"]
     assert 0 < len(prior) < len(task.memory)
@@ -62,7 +62,7 @@ async def test_a_wider_window_keeps_more_of_the_history(task) -> None:
     kept = []
     for n_ctx in (4096, 8192, 12288):
         planner = WindowPlanner([{"kind": "finish", "summary": "no idea"}], n_ctx=n_ctx)
-        await run_task_session(task, planner, mode="bare")
+        await run_task_episode(task, planner, mode="bare")
         kept.append(sum(m.section == "prior" for m in planner.requests[0].messages))
     assert kept[0] < kept[1] < kept[2]
 
@@ -70,24 +70,24 @@ async def test_a_wider_window_keeps_more_of_the_history(task) -> None:
 async def test_the_answer_s_tokens_come_out_of_the_window(task) -> None:
     short, long = (WindowPlanner([{"kind": "finish", "summary": "x"}], n_ctx=8192, max_tokens=m) for m in (128, 2048))
     for planner in (short, long):
-        await run_task_session(task, planner, mode="bare")
+        await run_task_episode(task, planner, mode="bare")
     assert _prompt_tokens(long) < _prompt_tokens(short) - 1500
 
 
 async def test_a_planner_without_a_window_gets_the_fixed_budget_and_a_given_budget_wins(task) -> None:
     plain = ScriptedPlanner([{"kind": "finish", "summary": "x"}])
-    await run_task_session(task, plain, mode="bare")
+    await run_task_episode(task, plain, mode="bare")
     prior = [m for m in plain.requests[0].messages if m.section.startswith("prior")]
     assert sum(plain.count_tokens(m.content) + MESSAGE_OVERHEAD for m in prior) <= PRIOR_BUDGET
     given = WindowPlanner([{"kind": "finish", "summary": "x"}], n_ctx=32768)
-    await run_task_session(task, given, mode="bare", prior_budget=300)
+    await run_task_episode(task, given, mode="bare", prior_budget=300)
     prior = [m for m in given.requests[0].messages if m.section.startswith("prior")]
     assert sum(given.count_tokens(m.content) + MESSAGE_OVERHEAD for m in prior) <= 300
 
 
 async def test_the_harness_gets_the_store_not_the_history_as_conversation(task) -> None:
     planner = WindowPlanner([{"kind": "finish", "summary": "x"}], n_ctx=8192)
-    await run_task_session(task, planner, mode="harness")
+    await run_task_episode(task, planner, mode="harness")
     assert not any(m.section.startswith("prior") for m in planner.requests[0].messages)
 
 

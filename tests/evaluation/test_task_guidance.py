@@ -8,7 +8,7 @@ import os
 import yaml
 
 from pocketpilot.evaluation.compare import RunSettings, load_harness_kit, run_task
-from pocketpilot.evaluation.task_session import task_config
+from pocketpilot.evaluation.task_episode import task_config
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import parse_task
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pocketpilot.contracts import ToolCall, ToolSpec
 from pocketpilot.evaluation.compare import run_task
-from pocketpilot.evaluation.task_session import TaskUser
+from pocketpilot.evaluation.task_episode import TaskUser
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
 

@@ -282,7 +282,7 @@ async def test_a_model_the_store_does_not_know_is_the_clients_error(make_server)
 
 async def test_sessions_run_under_the_eta_the_operator_gave(make_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from pocketpilot.adapters import compile_eta, load_eta, sandbox_tool_apps, save_eta
-    from pocketpilot.evaluation.task_session import HarnessKit
+    from pocketpilot.evaluation.task_episode import HarnessKit
     from pocketpilot.skills import SkillLibrary
 
     library = SkillLibrary.builtin()

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from pocketpilot.cli.main import cli
 from pocketpilot.evaluation.oracle_replay import BlockedOracle, replay_oracles
-from pocketpilot.evaluation.task_session import load_harness_kit
+from pocketpilot.evaluation.task_episode import load_harness_kit
 from pocketpilot.tasks import load_suite
 from pocketpilot.tasks.suite import load_generated_suite
 

@@ -30,7 +30,7 @@ def test_no_tasks_module_imports_the_harness_or_the_bench() -> None:
         assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
-def test_run_goes_through_the_task_session_not_the_bench() -> None:
+def test_run_goes_through_the_task_episode_not_the_bench() -> None:
     imports = _imports(ROOT / "pocketpilot" / "cli" / "run.py")
-    assert "pocketpilot.evaluation.task_session.run_task_session" in imports
+    assert "pocketpilot.evaluation.task_episode.run_task_episode" in imports
     assert not any(m.startswith("pocketpilot.evaluation.compare") for m in imports)

@@ -339,7 +339,7 @@ def test_the_audit_catches_new_criteria_that_hold_at_the_start() -> None:
 
 async def test_the_task_with_a_team_check_passes_through_the_harness_and_bare() -> None:
     from pocketpilot.evaluation.oracle_replay import replay_oracles
-    from pocketpilot.evaluation.task_session import load_harness_kit
+    from pocketpilot.evaluation.task_episode import load_harness_kit
 
     blocked = await replay_oracles([load_task(HERE / "parked.yaml")], modes=("harness", "bare"),
                                    kit=load_harness_kit())

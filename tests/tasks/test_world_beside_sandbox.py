@@ -223,7 +223,7 @@ def _cast_world() -> tuple[Any, list[Any]]:
 
 async def test_the_override_task_passes_through_the_harness_and_bare() -> None:
     from pocketpilot.evaluation.oracle_replay import replay_oracles
-    from pocketpilot.evaluation.task_session import load_harness_kit
+    from pocketpilot.evaluation.task_episode import load_harness_kit
 
     blocked = await replay_oracles([load_task(TASK)], modes=("harness", "bare"), kit=load_harness_kit())
     assert blocked == [], "\n".join(b.line() for b in blocked)

@@ -9,7 +9,7 @@ import pytest
 
 from pocketpilot.adapters import session_kwargs
 from pocketpilot.adapters.experience import SLOT_KEY
-from pocketpilot.evaluation.task_session import load_harness_kit, run_task_session
+from pocketpilot.evaluation.task_episode import load_harness_kit, run_task_episode
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions, prepare
 from pocketpilot.trainer_bridge.candidates import apply_candidate, experience_candidate
@@ -21,7 +21,7 @@ def learned():
     kit = load_harness_kit()
 
     async def replays():
-        return [(await run_task_session(t, ScriptedPlanner(oracle_actions(t)), kit=kit))[0]
+        return [(await run_task_episode(t, ScriptedPlanner(oracle_actions(t)), kit=kit))[0]
                 for t in [t for t in load_suite("dev") if t.oracle][:12]]
 
     episodes = asyncio.run(replays())
