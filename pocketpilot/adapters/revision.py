@@ -44,12 +44,21 @@ __all__ = [
 class _Op(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        """Change ``draft`` as this op says, after its rule checks (``i``: its place in the revision)."""
+        raise NotImplementedError
+
 
 class AddNote(_Op):
     """Add a routing note (appended after the existing ones)."""
 
     op: Literal["add_note"] = "add_note"
     note: RoutingNote
+
+    def _apply(self, draft: _Draft, i: int) -> None:
+        if self.note.id in draft.note_ids:
+            raise draft.fail(i, f"note {self.note.id!r} already exists (use replace_note)")
+        draft.notes.append(_check_note(draft.eta, self.note, draft.rev))
 
 
 class ReplaceNote(_Op):
@@ -58,12 +67,24 @@ class ReplaceNote(_Op):
     op: Literal["replace_note"] = "replace_note"
     note: RoutingNote
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        ids = draft.note_ids
+        if self.note.id not in ids:
+            raise draft.fail(i, f"no note {self.note.id!r} to replace")
+        draft.notes[ids.index(self.note.id)] = _check_note(draft.eta, self.note, draft.rev)
+
 
 class RemoveNote(_Op):
     """Remove a note by id."""
 
     op: Literal["remove_note"] = "remove_note"
     note_id: str
+
+    def _apply(self, draft: _Draft, i: int) -> None:
+        ids = draft.note_ids
+        if self.note_id not in ids:
+            raise draft.fail(i, f"no note {self.note_id!r} to remove")
+        draft.notes.pop(ids.index(self.note_id))
 
 
 class MapTool(_Op):
@@ -74,6 +95,20 @@ class MapTool(_Op):
     skill: str
     remove: bool = False
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        tools, skills_of = draft.tools, draft.eta.skills
+        if self.tool not in tools:
+            raise draft.fail(i, f"unknown tool {self.tool!r}")
+        if self.skill not in skills_of:
+            raise draft.fail(i, f"unknown skill {self.skill!r}")
+        if not self.remove and tools[self.tool].world != skills_of[self.skill].world:
+            raise draft.fail(i, f"skill {self.skill!r} is for world {skills_of[self.skill].world or 'undeclared'}, "
+                                f"tool {self.tool!r} is of {tools[self.tool].world or 'none declared'}")
+        skills = [s for s in tools[self.tool].skills if s != self.skill]
+        if not self.remove:
+            skills = sorted([*skills, self.skill])
+        tools[self.tool] = tools[self.tool].model_copy(update={"skills": skills})
+
 
 class SetPolicy(_Op):
     """Set a policy's parameters (adding it at the end, before confirmation, when absent)."""
@@ -81,12 +116,29 @@ class SetPolicy(_Op):
     op: Literal["set_policy"] = "set_policy"
     policy: PolicyEntry
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        _check_policy(self.policy, draft.rev, i)
+        names = draft.policy_names
+        if self.policy.name in names:
+            draft.policies[names.index(self.policy.name)] = self.policy
+        else:
+            at = names.index("confirmation") if "confirmation" in names else len(names)
+            draft.policies.insert(at, self.policy)
+
 
 class RemovePolicy(_Op):
     """Leave a policy out. Safety policies (gates, confirmation) cannot be removed."""
 
     op: Literal["remove_policy"] = "remove_policy"
     name: str
+
+    def _apply(self, draft: _Draft, i: int) -> None:
+        names = draft.policy_names
+        if self.name not in names:
+            raise draft.fail(i, f"no policy {self.name!r} to remove")
+        if registered()[self.name].safety:
+            raise draft.fail(i, f"{self.name!r} is a safety policy and cannot be removed")
+        draft.policies.pop(names.index(self.name))
 
 
 class SetOffer(_Op):
@@ -96,6 +148,12 @@ class SetOffer(_Op):
     kind: str
     pattern: str | None = None
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        if self.pattern is None:
+            draft.offers.pop(self.kind, None)
+        else:
+            draft.offers[self.kind] = self.pattern
+
 
 class SetStopWords(_Op):
     """Add and remove words skill routing ignores (another language, another app's filler words)."""
@@ -104,12 +162,22 @@ class SetStopWords(_Op):
     add: list[str] = Field(default_factory=list)
     remove: list[str] = Field(default_factory=list)
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        draft.stop_words = ((draft.stop_words | {w.strip().lower() for w in self.add})
+                            - {w.strip().lower() for w in self.remove})
+
 
 class AddExperience(_Op):
     """Add workflows to the experience library (a near-duplicate of one there merges into it)."""
 
     op: Literal["add_experience"] = "add_experience"
     entries: list[ExperienceEntry] = Field(min_length=1)
+
+    def _apply(self, draft: _Draft, i: int) -> None:
+        unknown = sorted({t for e in self.entries for t in e.tools if t not in draft.tools})
+        if unknown:
+            raise draft.fail(i, f"experience calls unknown tool(s): {', '.join(unknown)}")
+        draft.experience = merge(draft.experience, self.entries)
 
 
 class EvictExperience(_Op):
@@ -118,12 +186,20 @@ class EvictExperience(_Op):
     op: Literal["evict_experience"] = "evict_experience"
     entry_id: str
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        if self.entry_id not in [e.id for e in draft.experience]:
+            raise draft.fail(i, f"no experience entry {self.entry_id!r} to evict")
+        draft.experience = [e for e in draft.experience if e.id != self.entry_id]
+
 
 class SetExperienceConfig(_Op):
     """Switch the worked examples on or off, or change how many are shown and their budget."""
 
     op: Literal["set_experience_config"] = "set_experience_config"
     config: ExperienceConfig
+
+    def _apply(self, draft: _Draft, i: int) -> None:
+        draft.experience_config = self.config
 
 
 class SetToolText(_Op):
@@ -136,6 +212,11 @@ class SetToolText(_Op):
     tool: str
     description: str | None = Field(default=None, min_length=1, max_length=1000)
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        if self.tool not in draft.tools:
+            raise draft.fail(i, f"unknown tool {self.tool!r}")
+        draft.tools[self.tool] = draft.tools[self.tool].model_copy(update={"revised_description": self.description})
+
 
 class SetToolRetrieval(_Op):
     """Change tool exposure by retrieval: how many tools a step shows (None: every tool, retrieval off)."""
@@ -143,12 +224,18 @@ class SetToolRetrieval(_Op):
     op: Literal["set_tool_retrieval"] = "set_tool_retrieval"
     settings: ToolRetrievalSettings | None = None
 
+    def _apply(self, draft: _Draft, i: int) -> None:
+        draft.tool_retrieval = self.settings
+
 
 class SetMemory(_Op):
     """Set η's memory section: recall, placement and answer-path switches (None: the harness's defaults)."""
 
     op: Literal["set_memory"] = "set_memory"
     settings: MemorySettings | None = None
+
+    def _apply(self, draft: _Draft, i: int) -> None:
+        draft.memory = self.settings
 
 
 Op = Annotated[AddNote | ReplaceNote | RemoveNote | MapTool | SetPolicy | RemovePolicy | SetOffer | SetStopWords
@@ -193,6 +280,49 @@ def _check_policy(entry: PolicyEntry, rev: Revision, i: int) -> None:
         raise RevisionError(rev.id, f"ops[{i}]: {exc}") from exc
 
 
+class _Draft:
+    """The sections of η a revision's ops change, copied from the base η, changed op by op.
+
+    Each op class applies itself (``_apply``): one method per op, so a new op is one class and
+    its method, and :func:`apply_revision` never grows a branch.
+    """
+
+    def __init__(self, eta: Eta, rev: Revision) -> None:
+        self.eta, self.rev = eta, rev
+        self.notes = list(eta.notes)
+        self.tools = dict(eta.tools)
+        self.policies = list(eta.policies)
+        self.offers = dict(eta.offers)
+        self.stop_words = set(eta.stop_words)
+        self.experience = list(eta.experience)
+        self.experience_config = eta.experience_config
+        self.tool_retrieval = eta.tool_retrieval
+        self.memory = eta.memory
+
+    def fail(self, i: int, reason: str) -> RevisionError:
+        """The error for ``ops[i]`` failing a rule (raised by the caller)."""
+        return RevisionError(self.rev.id, f"ops[{i}]: {reason}")
+
+    @property
+    def note_ids(self) -> list[str]:
+        return [n.id for n in self.notes]
+
+    @property
+    def policy_names(self) -> list[str]:
+        return [p.name for p in self.policies]
+
+    def build(self) -> Eta:
+        """The new η: the changed sections over the base's.
+
+        Every other section of η (one a later feature adds included) carries over as it was.
+        """
+        kept = {name: getattr(self.eta, name) for name in Eta.model_fields}
+        return Eta(**{**kept, "tools": self.tools, "notes": self.notes, "policies": self.policies,
+                      "offers": self.offers, "stop_words": sorted(self.stop_words), "experience": self.experience,
+                      "experience_config": self.experience_config, "tool_retrieval": self.tool_retrieval,
+                      "memory": self.memory})
+
+
 def apply_revision(eta: Eta, rev: Revision) -> Eta:
     """Apply ``rev`` to ``eta`` and return the new η, after its rule checks.
 
@@ -205,87 +335,10 @@ def apply_revision(eta: Eta, rev: Revision) -> Eta:
     """
     if rev.base_version != eta.version:
         raise RevisionError(rev.id, f"based on η {rev.base_version}, but the current η is {eta.version}")
-    notes = list(eta.notes)
-    tools = dict(eta.tools)
-    policies = list(eta.policies)
-    offers = dict(eta.offers)
-    stop_words = set(eta.stop_words)
-    experience = list(eta.experience)
-    experience_config = eta.experience_config
-    retrieval = eta.tool_retrieval
-    memory = eta.memory
+    draft = _Draft(eta, rev)
     for i, op in enumerate(rev.ops):
-        ids = [n.id for n in notes]
-        names = [p.name for p in policies]
-        if isinstance(op, AddExperience):
-            unknown = sorted({t for e in op.entries for t in e.tools if t not in tools})
-            if unknown:
-                raise RevisionError(rev.id, f"ops[{i}]: experience calls unknown tool(s): {', '.join(unknown)}")
-            experience = merge(experience, op.entries)
-        elif isinstance(op, EvictExperience):
-            if op.entry_id not in [e.id for e in experience]:
-                raise RevisionError(rev.id, f"ops[{i}]: no experience entry {op.entry_id!r} to evict")
-            experience = [e for e in experience if e.id != op.entry_id]
-        elif isinstance(op, SetExperienceConfig):
-            experience_config = op.config
-        elif isinstance(op, SetToolRetrieval):
-            retrieval = op.settings
-        elif isinstance(op, SetMemory):
-            memory = op.settings
-        elif isinstance(op, SetToolText):
-            if op.tool not in tools:
-                raise RevisionError(rev.id, f"ops[{i}]: unknown tool {op.tool!r}")
-            tools[op.tool] = tools[op.tool].model_copy(update={"revised_description": op.description})
-        elif isinstance(op, SetStopWords):
-            stop_words = (stop_words | {w.strip().lower() for w in op.add}) - {w.strip().lower() for w in op.remove}
-        elif isinstance(op, SetOffer):
-            if op.pattern is None:
-                offers.pop(op.kind, None)
-            else:
-                offers[op.kind] = op.pattern
-        elif isinstance(op, SetPolicy):
-            _check_policy(op.policy, rev, i)
-            if op.policy.name in names:
-                policies[names.index(op.policy.name)] = op.policy
-            else:
-                at = names.index("confirmation") if "confirmation" in names else len(policies)
-                policies.insert(at, op.policy)
-        elif isinstance(op, RemovePolicy):
-            if op.name not in names:
-                raise RevisionError(rev.id, f"ops[{i}]: no policy {op.name!r} to remove")
-            if registered()[op.name].safety:
-                raise RevisionError(rev.id, f"ops[{i}]: {op.name!r} is a safety policy and cannot be removed")
-            policies.pop(names.index(op.name))
-        elif isinstance(op, AddNote):
-            if op.note.id in ids:
-                raise RevisionError(rev.id, f"ops[{i}]: note {op.note.id!r} already exists (use replace_note)")
-            notes.append(_check_note(eta, op.note, rev))
-        elif isinstance(op, ReplaceNote):
-            if op.note.id not in ids:
-                raise RevisionError(rev.id, f"ops[{i}]: no note {op.note.id!r} to replace")
-            notes[ids.index(op.note.id)] = _check_note(eta, op.note, rev)
-        elif isinstance(op, RemoveNote):
-            if op.note_id not in ids:
-                raise RevisionError(rev.id, f"ops[{i}]: no note {op.note_id!r} to remove")
-            notes.pop(ids.index(op.note_id))
-        else:
-            if op.tool not in tools:
-                raise RevisionError(rev.id, f"ops[{i}]: unknown tool {op.tool!r}")
-            if op.skill not in eta.skills:
-                raise RevisionError(rev.id, f"ops[{i}]: unknown skill {op.skill!r}")
-            if not op.remove and tools[op.tool].world != eta.skills[op.skill].world:
-                raise RevisionError(rev.id, f"ops[{i}]: skill {op.skill!r} is for world "
-                                            f"{eta.skills[op.skill].world or 'undeclared'}, tool {op.tool!r} "
-                                            f"is of {tools[op.tool].world or 'none declared'}")
-            skills = [s for s in tools[op.tool].skills if s != op.skill]
-            if not op.remove:
-                skills = sorted([*skills, op.skill])
-            tools[op.tool] = tools[op.tool].model_copy(update={"skills": skills})
-    # every other section of η (one a later feature adds included) carries over as it was
-    kept = {name: getattr(eta, name) for name in Eta.model_fields}
-    new = Eta(**{**kept, "tools": tools, "notes": notes, "policies": policies, "offers": offers,
-                 "stop_words": sorted(stop_words), "experience": experience, "experience_config": experience_config,
-                 "tool_retrieval": retrieval, "memory": memory})
+        op._apply(draft, i)
+    new = draft.build()
     if new.version == eta.version:
         raise RevisionError(rev.id, "the revision changes nothing")
     return new
