@@ -895,6 +895,12 @@ class Step(_Contract):
     tools_added: list[ToolSpec] = Field(default_factory=list)
     """Tools this step's context exposed beyond the header's and earlier steps' (a loaded
     skill's), so every tool a later step calls has its spec in the trace."""
+    interventions: list[str] = Field(default_factory=list)
+    """Names of the harness policies whose outcome changed something in this step (a hold, a
+    rewrite, a stop, a notice, advice, a stop action sent back), each once, in the order they
+    acted. Under greedy decoding a policy absent from every step of a run could not have changed
+    it: what the policy ablation (``bench/bench_ablation.py``) reruns on. Empty in traces older
+    than the field."""
 
 
 class CriterionResult(_Contract):

@@ -23,13 +23,20 @@ Decided = Callable[[ToolCall, int, ToolResult | None], None]
 
 
 async def _decide(call: ToolCall, calls: list[ToolCall], i: int, policies: Sequence[Policy],
-                  tools: Mapping[str, ToolSpec], run: RunView, notices: list[Notice]) -> ToolResult | Stop | None:
-    """None to run ``calls[i]`` (possibly rewritten in place), the failed result that holds it, or a Stop."""
+                  tools: Mapping[str, ToolSpec], run: RunView, notices: list[Notice],
+                  acted: list[str]) -> ToolResult | Stop | None:
+    """None to run ``calls[i]`` (possibly rewritten in place), the failed result that holds it, or a Stop.
+
+    ``acted`` collects the names of the policies whose decision changed anything (anything but
+    a bare Allow), once each.
+    """
     spec = spec_for_call(tools, call)  # the call's semantics: an argument may select its effect
     if spec is None:
         return ToolResult.failure("unknown_tool", f"{call.name!r} is not exposed; use one of: {', '.join(tools)}")
     for policy in policies:
         decision = await policy.before_call(call, spec, calls, run)
+        if not (isinstance(decision, Allow) and not decision.notice) and policy.name not in acted:
+            acted.append(policy.name)
         if isinstance(decision, Rewrite):
             notices.append(Notice.of(decision.notice, policy=policy.name, code="rewritten"))
             call = calls[i] = decision.call
@@ -66,9 +73,9 @@ async def run_batch(
     decided: list[ToolResult | None] = []
     for i, call in enumerate(calls):
         started(call, i)
-        held = await _decide(call, calls, i, policies, tools, run, out.notices)
+        held = await _decide(call, calls, i, policies, tools, run, out.notices, out.interventions)
         if isinstance(held, Stop):
-            return Routed.halt(held.reason, held.detail)
+            return Routed.halt(held.reason, held.detail, out.interventions)
         if held is not None and held.error is not None:
             said.add(held.error.message)  # the harness's own words ground nothing
             ended(calls[i], i, held, None)
@@ -80,7 +87,7 @@ async def run_batch(
         if isinstance(item, BaseException):
             ended(calls[i], i, None, item)
             if isinstance(item, ExecutorError):
-                return Routed.halt("device_lost", f"{calls[i].name}: {item}")
+                return Routed.halt("device_lost", f"{calls[i].name}: {item}", out.interventions)
             raise item
         ended(calls[i], i, item, None)
         results[i] = item

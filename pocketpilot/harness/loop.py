@@ -95,11 +95,12 @@ class Run:
         self.state.parse_failures = 0
         self.state.tokens += output.turn.prompt_tokens_evaluated + output.turn.completion_tokens
         routed = await self._route(output.action, index)
-        advice = Advice() if routed.interrupted else self._advise(routed, output.action)
+        advice, advised = (Advice(), []) if routed.interrupted else self._advise(routed, output.action)
         step = Step(index=len(self.state.steps), context_digest=context_digest, action=routed.executed or output.action,
                     results=routed.results, planner=output.turn, retrieved=routed.retrieved,
                     notices=prefix_notices + routed.notices + advice.notices,
-                    started_at=started_at, duration_s=time.monotonic() - t0, children=routed.children, **seen)
+                    started_at=started_at, duration_s=time.monotonic() - t0, children=routed.children,
+                    interventions=_once(routed.interventions + advised), **seen)
         feedback = self.state.feedback(step.results, routed.notices + advice.notices)
         await self._record(step, output.turn.raw or output.action.model_dump_json(), feedback)
         logger.info("step %d: %s", index, output.action.kind)
@@ -128,7 +129,8 @@ class Run:
                 self.state.harness_said.add(held.message)
                 # a hold that says more than its error does so as a notice of its policy (policy, code)
                 notices = [Notice.of(held.notice, policy=by.name, code=held.code)] if held.notice and by else []
-                return Routed(results=[ToolResult.failure(held.code, held.message)], notices=notices)
+                return Routed(results=[ToolResult.failure(held.code, held.message)], notices=notices,
+                              interventions=[by.name] if by else [])
         if isinstance(action, Finish):
             return Routed(stop="finish", stop_detail=action.summary)
         if isinstance(action, AskUser):
@@ -147,21 +149,25 @@ class Run:
             return await self._observed_delegate(action)
         raise AssertionError(f"unrouted action kind {action.kind}")  # pragma: no cover
 
-    def _advise(self, routed: Routed, action: Action, *, by_harness: bool = False) -> Advice:
-        """Every policy's advice on the routed step, merged in policy order."""
+    def _advise(self, routed: Routed, action: Action, *, by_harness: bool = False) -> tuple[Advice, list[str]]:
+        """Every policy's advice on the routed step, merged in policy order, and the names of the
+        policies whose advice was not empty.
+        """
         report = StepReport(index=len(self.state.steps), action=routed.executed or action, calls=routed.calls,
                             results=routed.results, held=routed.held, by_harness=by_harness)
-        merged = Advice()
+        merged, advised = Advice(), []
         for policy in self.state.policies:
             advice = policy.after_step(report, self.state)
             if advice is None:
                 continue
+            if advice.notices or advice.followups or advice.withhold or advice.stop is not None:
+                advised.append(policy.name)
             merged.notices += [Notice.of(n, policy=policy.name, code="advice") for n in advice.notices]
             merged.followups += [c for c in advice.followups if c not in merged.followups]
             merged.withhold |= advice.withhold
             merged.stop = merged.stop or advice.stop
         self.state.withheld |= merged.withhold
-        return merged
+        return merged, advised
 
     async def _batch(self, action: ToolCallAction) -> Routed:
         step, eid = len(self.state.steps), self.state.header.episode_id
@@ -195,12 +201,13 @@ class Run:
         routed = await self._batch(action)
         if routed.interrupted and routed.stop:
             return Stopped(routed.stop, routed.stop_detail)
-        advice = self._advise(routed, action, by_harness=True)
+        advice, advised = self._advise(routed, action, by_harness=True)
         step = Step(index=len(self.state.steps), context_digest="", action=routed.executed or action, results=routed.results,
                     notices=[Notice(f"run by the harness after step {index + 1}'s results met its precondition",
                                     policy="harness", code="harness_step"),
                              *routed.notices, *advice.notices],
-                    started_at=started_at, duration_s=time.monotonic() - t0)
+                    started_at=started_at, duration_s=time.monotonic() - t0,
+                    interventions=_once(routed.interventions + advised))
         await self._record(step, action.model_dump_json(), self.state.feedback(step.results, routed.notices + advice.notices))
         return Stopped(advice.stop.reason, advice.stop.detail) if advice.stop is not None else None
 
@@ -279,3 +286,8 @@ class Run:
             except MemoryStoreError:
                 logger.exception("capturing episode %s into memory failed", self.state.header.episode_id)
         return episode
+
+
+def _once(names: list[str]) -> list[str]:
+    """``names`` without repeats, in first-seen order."""
+    return list(dict.fromkeys(names))

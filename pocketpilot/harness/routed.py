@@ -31,9 +31,12 @@ class Routed:
     interrupted: bool = False
     """The run ended inside routing (a policy's Stop, a lost device): nothing after that point
     ran, and no policy advises on the step."""
+    interventions: list[str] = field(default_factory=list)
+    """Policies whose decision changed this step (a hold, a rewrite, a stop, a notice): the
+    step's ``interventions``."""
 
     @classmethod
-    def halt(cls, reason: StopReason, detail: str) -> Routed:
-        """The run ends here, with nothing routed."""
-        return cls(stop=reason, stop_detail=detail, interrupted=True)
+    def halt(cls, reason: StopReason, detail: str, interventions: list[str] | None = None) -> Routed:
+        """The run ends here, with nothing routed (``interventions``: the policies that decided so far)."""
+        return cls(stop=reason, stop_detail=detail, interrupted=True, interventions=list(interventions or ()))
 
