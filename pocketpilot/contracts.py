@@ -91,7 +91,7 @@ _SEMANTICS = (
     "read_only", "destructive", "idempotent", "open_world", "effect", "id_arg", "name_arg", "setting",
 )
 
-_DECLARED_ONLY = ("effect_by_arg", "fixable_errors", "artifact_fields", "name_fields")
+_DECLARED_ONLY = ("effect_by_arg", "fixable_errors", "artifact_fields", "name_fields", "id_field")
 """ToolSpec fields a dump, an export and η carry only when a tool declares them."""
 
 IDEMPOTENT_EFFECTS: frozenset[str] = frozenset({"read", "setting"})
@@ -283,6 +283,12 @@ class ToolSpec(_Contract):
     ``title``), in the order a name is preferred: a later call that passes such a record's id
     where a name belongs is told the name (the ``id_for_name`` policy). A tool that declares
     none gives its records no names."""
+    id_field: str | None = None
+    """The field of the records its results hold that is a record's id (``id``, ``note_id``):
+    what makes a dict in a result (the result itself, or an item of a listing) a record a later
+    call may refer to. Its records are named by ``name_fields``; a tool that declares no id field
+    returns no records to the ``id_for_name`` policy, whatever its fields are called. One field,
+    not a pattern, and not one of its ``name_fields`` (an id that is a record's name is no mix-up)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -299,6 +305,7 @@ class ToolSpec(_Contract):
                 raise ValueError(f"{field} {arg!r} is not a parameter of {self.name}")
         if self.setting is not None and self.effect != "setting":
             raise ValueError("only a tool with effect 'setting' has a setting key")
+        self._check_id_field()
         self._check_effect_by_arg(props)
         return self
 
@@ -313,6 +320,17 @@ class ToolSpec(_Contract):
                 if not getattr(self, field):
                     data.pop(field, None)
         return data
+
+    def _check_id_field(self) -> None:
+        field = self.id_field
+        if field is None:
+            return
+        if not field.strip() or field != field.strip() or len(field) > 64:
+            raise ValueError(f"id_field {field!r} is not a field's name (1 to 64 characters, no surrounding space)")
+        if any(c in field for c in "*?[]"):
+            raise ValueError(f"id_field {field!r} is one field's name, not a pattern")
+        if field in self.name_fields:
+            raise ValueError(f"id_field {field!r} is also one of name_fields: a record's id is not its name")
 
     def _check_effect_by_arg(self, props: dict[str, Any]) -> None:
         if len(self.effect_by_arg) > 1:
@@ -353,14 +371,15 @@ class ToolSpec(_Contract):
     def semantics(self) -> dict[str, Any]:
         """The declared semantics as a plain dict (the ``x-pocketpilot`` extension of an export).
 
-        ``effect_by_arg``, ``fixable_errors``, ``artifact_fields`` and ``name_fields`` are there
-        only when declared: a tool without them exports (and hashes into η) as it did before
-        the fields existed.
+        ``effect_by_arg``, ``fixable_errors``, ``artifact_fields``, ``name_fields`` and
+        ``id_field`` are there only when declared: a tool without them exports (and hashes into
+        η) as it did before the fields existed.
         """
         out = {k: getattr(self, k) for k in _SEMANTICS}
         for field in _DECLARED_ONLY[1:]:
-            if getattr(self, field):
-                out[field] = list(getattr(self, field))
+            value = getattr(self, field)
+            if value:
+                out[field] = list(value) if isinstance(value, list) else value
         if self.effect_by_arg:
             out["effect_by_arg"] = {
                 arg: {value: e.model_dump(mode="json", exclude={"detail"}) for value, e in m.items()}

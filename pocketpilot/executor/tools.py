@@ -145,6 +145,7 @@ class Tool:
         fixable_errors: Sequence[str] = (),
         artifact_fields: Sequence[str] = (),
         name_fields: Sequence[str] = (),
+        id_field: str | None = None,
         concurrent: bool | None = None,
         classify: ResultClassifier | None = None,
     ) -> None:
@@ -163,13 +164,14 @@ class Tool:
         self._declare(self.args_model.model_json_schema(), destructive=destructive, idempotent=idempotent,
                       read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
                       setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors,
-                      artifact_fields=artifact_fields, name_fields=name_fields)
+                      artifact_fields=artifact_fields, name_fields=name_fields, id_field=id_field)
 
     def _declare(self, parameters: dict[str, Any], *, destructive: bool | None = None, idempotent: bool | None = None,
                  read_only: bool | None = None, open_world: bool = False, effect: Effect | None = None,
                  id_arg: str | None = None, name_arg: str | None = None, setting: str | None = None,
                  effect_by_arg: EffectByArg | None = None, fixable_errors: Sequence[str] = (),
-                 artifact_fields: Sequence[str] = (), name_fields: Sequence[str] = ()) -> None:
+                 artifact_fields: Sequence[str] = (), name_fields: Sequence[str] = (),
+                 id_field: str | None = None) -> None:
         """The spec the planner and the harness's policies read, from the declared semantics.
 
         What is left out (None) takes ToolSpec's defaults by effect, the one table every
@@ -193,6 +195,7 @@ class Tool:
                 fixable_errors=list(fixable_errors),
                 artifact_fields=list(artifact_fields),
                 name_fields=list(name_fields),
+                id_field=id_field,
             )
         except ValidationError as exc:
             raise ToolDefinitionError(f"tool {self.name!r}: {_definition_message(exc)}") from exc
@@ -311,6 +314,7 @@ def tool(
     fixable_errors: Sequence[str] = (),
     artifact_fields: Sequence[str] = (),
     name_fields: Sequence[str] = (),
+    id_field: str | None = None,
     concurrent: bool | None = None,
     classify: ResultClassifier | None = None,
 ) -> Any:
@@ -336,7 +340,8 @@ def tool(
     says how to fix the call (``@tool(fixable_errors=["unsupported_unit"])``): a refusal right
     after one is sent back once, as after an ``invalid_arguments``. ``artifact_fields`` names the
     result fields a confirmed sub-agent hands on (``["id", "*_id"]``), ``name_fields`` the record
-    fields that name a record (``["title"]``): a tool that declares none gets neither.
+    fields that name a record (``["title"]``) and ``id_field`` the record field that is its id
+    (``"id"``): a tool that declares none gets none of what they serve.
 
     Raise :class:`~pocketpilot.errors.ToolFailure` inside the body to report a failure with a
     code; a ``ValueError``/``TypeError``/``LookupError`` becomes ``invalid_arguments``; any other
@@ -347,7 +352,8 @@ def tool(
     Raises:
         ToolDefinitionError: the declared semantics contradict each other or the signature
             (a read-only delete, an ``id_arg`` that is not a parameter, an ``effect_by_arg``
-            naming an argument or a value the signature does not have, or no effect).
+            naming an argument or a value the signature does not have, an ``id_field`` that
+            is a pattern or one of the ``name_fields``, or no effect).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -355,7 +361,8 @@ def tool(
             f, name=name, description=description, destructive=destructive, idempotent=idempotent,
             read_only=read_only, open_world=open_world, effect=effect, id_arg=id_arg, name_arg=name_arg,
             setting=setting, effect_by_arg=effect_by_arg, fixable_errors=fixable_errors,
-            artifact_fields=artifact_fields, name_fields=name_fields, concurrent=concurrent, classify=classify,
+            artifact_fields=artifact_fields, name_fields=name_fields, id_field=id_field, concurrent=concurrent,
+            classify=classify,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -491,7 +498,7 @@ class _SchemaTool(Tool):
         self._bound = None
         unknown = set(semantics) - {"destructive", "idempotent", "read_only", "open_world", "effect", "id_arg",
                                     "name_arg", "setting", "effect_by_arg", "fixable_errors",
-                                    "artifact_fields", "name_fields"}
+                                    "artifact_fields", "name_fields", "id_field"}
         if unknown:
             raise ToolDefinitionError(f"tool {name!r}: unknown semantics {sorted(unknown)}")
         self._declare(schema, **semantics)

@@ -125,11 +125,12 @@ def test_the_original_apps_and_their_default_world_are_untouched() -> None:
     tools = [phone.registry()[t].spec for a in ORIGINAL_APPS for t in phone.tool_names(a)]
     # the identity the phone declares for its tools came later (issue 34); the rest is as recorded
     # and so did the converter's declared fixable error and the apps' artifact and name fields
-    # (issue 33), which lists in the policies named before
+    # (issue 33), which lists in the policies named before, and the id field of their records
     assert {t.world for t in tools} == {"sandbox"}
     assert {t.name: t.fixable_errors for t in tools if t.fixable_errors} == {"convert_units": ["unsupported_unit"]}
-    assert all(t.artifact_fields and t.name_fields for t in tools)
-    specs = [t.model_dump(mode="json", exclude={"world", "fixable_errors", "artifact_fields", "name_fields"})
+    assert all(t.artifact_fields and t.name_fields and t.id_field == "id" for t in tools)
+    specs = [t.model_dump(mode="json", exclude={"world", "fixable_errors", "artifact_fields", "name_fields",
+                                                 "id_field"})
              for t in tools]
     assert len(specs) == 37 and _sha(specs) == ORIGINAL_SPECS_SHA
     for seed, digest in ORIGINAL_STATE_SHA.items():

@@ -6,7 +6,10 @@ a tool that declares nothing gets none, whatever its error code is called.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from pydantic import ValidationError
 
 from pocketpilot.contracts import ToolSpec
 from pocketpilot.errors import ToolDefinitionError, ToolFailure
@@ -14,6 +17,7 @@ from pocketpilot.executor.sandbox import SandboxPhone
 from pocketpilot.executor.tools import ToolRegistry, tool
 from pocketpilot.harness import AllowAll, HarnessConfig, Session
 from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.harness.policies._text import records
 
 REFUSE = {"kind": "refuse", "reason": "cannot"}
 FINISH = {"kind": "finish", "summary": "done"}
@@ -116,7 +120,10 @@ async def test_a_tool_that_declares_no_artifacts_hands_on_none_whatever_its_fiel
     assert await _handed_on(_drafts()) == {}
 
 
-def _lookup_world(**declared: list[str]) -> ToolRegistry:
+BEDROOM = {"id": "r7", "name": "Bedroom", "label": "Upstairs bedroom"}
+
+
+def _lookup_world(record: dict[str, Any] = BEDROOM, **declared: Any) -> ToolRegistry:
     @tool(effect="read", **declared)
     def find_room(query: str) -> list:
         """Find a room.
@@ -124,7 +131,7 @@ def _lookup_world(**declared: list[str]) -> ToolRegistry:
         Args:
             query: Words of its name.
         """
-        return [{"id": "r7", "name": "Bedroom", "label": "Upstairs bedroom"}]
+        return [dict(record)]
 
     @tool(effect="update")
     def warm(room: str) -> str:
@@ -138,10 +145,10 @@ def _lookup_world(**declared: list[str]) -> ToolRegistry:
     return ToolRegistry([find_room, warm])
 
 
-async def _hints(registry: ToolRegistry) -> list[str]:
+async def _hints(registry: ToolRegistry, passed: str = "r7") -> list[str]:
     planner = ScriptedPlanner([
         {"kind": "tool_call", "calls": [{"name": "find_room", "arguments": {"query": "bed"}}]},
-        {"kind": "tool_call", "calls": [{"name": "warm", "arguments": {"room": "r7"}}]},
+        {"kind": "tool_call", "calls": [{"name": "warm", "arguments": {"room": passed}}]},
         FINISH,
     ])
     episode = await Session(planner, registry, confirm=AllowAll()).run("warm the bedroom")
@@ -150,21 +157,59 @@ async def _hints(registry: ToolRegistry) -> list[str]:
 
 
 async def test_a_record_is_named_by_the_first_field_its_tool_declares():
-    assert await _hints(_lookup_world(name_fields=["label", "name"])) == [
+    assert await _hints(_lookup_world(name_fields=["label", "name"], id_field="id")) == [
         "'r7' is the id of 'Upstairs bedroom'; warm wants a label in 'room', not an id: "
         'call warm(room="Upstairs bedroom").']
 
 
 async def test_a_record_of_a_tool_that_declares_no_name_fields_gets_no_name_hint():
     assert await _hints(_lookup_world()) == []
+    assert await _hints(_lookup_world(id_field="id")) == []
+
+
+async def test_a_record_with_an_id_key_of_a_tool_that_declares_no_id_field_gets_no_name_hint():
+    """Which field is a record's id is the tool's declaration: a key called ``id`` is not one."""
+    assert await _hints(_lookup_world(name_fields=["name"])) == []
+
+
+async def test_a_record_is_found_by_the_id_field_its_tool_declares_and_by_no_other():
+    ledger = {"record_no": "L-12", "id": "r7", "name": "Bedroom"}
+    registry = _lookup_world(ledger, name_fields=["name"], id_field="record_no")
+    assert await _hints(registry, passed="L-12") == [
+        "'L-12' is the id of 'Bedroom'; warm wants a name in 'room', not an id: call warm(room=\"Bedroom\")."]
+    assert await _hints(_lookup_world(ledger, name_fields=["name"], id_field="record_no"), passed="r7") == []
+
+
+def test_records_are_the_dicts_with_a_value_in_the_declared_id_field():
+    listing = [{"id": "a", "no": 3}, {"no": "b"}, {"no": None}, {"no": ["x"]}, "text"]
+    assert records(listing, "no") == [{"id": "a", "no": 3}, {"no": "b"}]
+    assert records({"no": "c"}, "no") == [{"no": "c"}]
+    assert records(listing, None) == [] and records({"id": "a"}, None) == []
+
+
+@pytest.mark.parametrize(("declared", "says"), [
+    ({"id_field": "*_id"}, "not a pattern"),
+    ({"id_field": ""}, "not a field's name"),
+    ({"id_field": " id"}, "not a field's name"),
+    ({"id_field": "name", "name_fields": ["title", "name"]}, "also one of name_fields"),
+])
+def test_a_bad_id_field_declaration_is_refused_with_what_is_wrong(declared: dict[str, Any], says: str):
+    with pytest.raises(ToolDefinitionError, match="id_field") as raised:
+        _lookup_world(**declared)
+    assert says in str(raised.value) and "\n" not in str(raised.value)
+    with pytest.raises(ValidationError, match=says):
+        ToolSpec(name="find_room", effect="read", **declared)
 
 
 def test_artifact_and_name_fields_are_left_out_where_undeclared_and_round_trip_where_declared():
     plain = _drafts()["save_draft"].spec
-    assert not {"artifact_fields", "name_fields"} & (set(plain.model_dump()) | set(plain.to_openai()["x-pocketpilot"]))
-    declared = _lookup_world(name_fields=["name"], artifact_fields=["id"])["find_room"].spec
+    fields = {"artifact_fields", "name_fields", "id_field"}
+    assert not fields & (set(plain.model_dump()) | set(plain.semantics()) | set(plain.to_openai()["x-pocketpilot"]))
+    declared = _lookup_world(name_fields=["name"], artifact_fields=["id"], id_field="id")["find_room"].spec
     assert declared.semantics()["name_fields"] == ["name"] and declared.semantics()["artifact_fields"] == ["id"]
+    assert declared.semantics()["id_field"] == "id" and declared.model_dump()["id_field"] == "id"
     assert ToolSpec.from_openai(declared.to_openai()) == declared
+    assert ToolSpec.model_validate(declared.model_dump()) == declared
 
 
 def test_a_device_declares_the_result_fields_of_the_phone_contract_it_implements():
@@ -176,6 +221,8 @@ def test_a_device_declares_the_result_fields_of_the_phone_contract_it_implements
 
     device = AdbExecutor("emulator-5554", client=adbutils.AdbClient(host="127.0.0.1", port=1)).tools()  # never connected
     sandbox = {s.name: s for s in SandboxPhone().registry().tools()}
-    assert {(tuple(s.artifact_fields), tuple(s.name_fields)) for s in device} == {
-        (tuple(sandbox["create_note"].artifact_fields), tuple(sandbox["create_note"].name_fields))}
+    assert {(tuple(s.artifact_fields), tuple(s.name_fields), s.id_field) for s in device} == {
+        (tuple(sandbox["create_note"].artifact_fields), tuple(sandbox["create_note"].name_fields),
+         sandbox["create_note"].id_field)}
     assert "*_id" in sandbox["create_note"].artifact_fields and "title" in sandbox["create_note"].name_fields
+    assert sandbox["create_note"].id_field == "id"

@@ -166,7 +166,8 @@ def _devices_world(**power_semantics: Any) -> ToolRegistry:
     """A lookup that returns a device record, and a thermostat tool that rejects a light's id."""
     devices = Tool.from_schema("devices", {"type": "object", "properties": {}},
                                lambda: [{"id": "d3", "name": "Bedroom light", "kind": "light"}],
-                               description="List the home's devices.", effect="read", name_fields=["name"])
+                               description="List the home's devices.", effect="read", name_fields=["name"],
+                               id_field="id")
 
     def thermostat(device_id: str) -> str:
         return f"Error: {device_id} is a light, not a thermostat"

@@ -7,7 +7,7 @@ import logging
 from ...errors import UsageError
 from ..tools import ToolRegistry
 from .apps import APP_CLASSES, App
-from .apps._base import ARTIFACT_FIELDS, NAME_FIELDS
+from .apps._base import ARTIFACT_FIELDS, ID_FIELD, NAME_FIELDS
 from .catalog import SandboxCatalog, build_catalog
 from .diff import StateChange, diff_states
 from .seeding import default_state
@@ -19,7 +19,8 @@ SANDBOX_WORLD = "sandbox"
 """The identity the phone's tools declare (``ToolSpec.world``): the bundled skills and η notes
 were written for these tools, and apply to a tool of the same name only if it declares it too."""
 
-PHONE_RESULT_FIELDS = {"artifact_fields": list(ARTIFACT_FIELDS), "name_fields": list(NAME_FIELDS)}
+PHONE_RESULT_FIELDS = {"artifact_fields": list(ARTIFACT_FIELDS), "name_fields": list(NAME_FIELDS),
+                       "id_field": ID_FIELD}
 """What every tool of the phone's contract declares of its results (see ``apps._base``): the
 sandbox's apps and a device's tools, which implement the same contract."""
 

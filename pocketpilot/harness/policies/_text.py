@@ -20,7 +20,15 @@ def call_text(call: ToolCall) -> str:
     return f"{call.name}({args})"
 
 
-def records(data: Any) -> list[dict[str, Any]]:
-    """The dicts with an ``id`` in a tool result: the result itself or the items of a listing."""
+def records(data: Any, id_field: str | None) -> list[dict[str, Any]]:
+    """The records in a tool result: the result itself or the items of a listing, each a dict
+    with a string or integer in ``id_field``, the field its tool declares as a record's id
+    (``ToolSpec.id_field``).
+
+    None (the tool declares no id field) finds none, whatever the result's fields are called:
+    which field is an id is the tool's declaration, never read off a field's name.
+    """
+    if id_field is None:
+        return []
     items = data if isinstance(data, list) else [data]
-    return [d for d in items if isinstance(d, dict) and isinstance(d.get("id"), (str, int))]
+    return [d for d in items if isinstance(d, dict) and isinstance(d.get(id_field), (str, int))]

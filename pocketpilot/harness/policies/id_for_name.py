@@ -2,11 +2,12 @@
 
 A small planner looks a contact up and then passes the returned ``id`` ("c7") to a tool that
 takes a name; the tool answers not_found and the planner repeats the lookup,
-hint or no hint. An argument equal to the ``id`` of a record an earlier step returned, in a
+hint or no hint. An argument equal to the id of a record an earlier step returned, in a
 call that failed with not_found or invalid_arguments, gets the record's name as the value to
-pass instead: the first of the fields the tool that returned the record declares as its names
-(``ToolSpec.name_fields``: a record of a tool that declares none has no name here, whatever
-its fields are called). Not in the argument the tool declares as its id
+pass instead. The tool that returned the record declares both: the field that is a record's id
+(``ToolSpec.id_field``) and, in the order a name is preferred, the fields that name it
+(``ToolSpec.name_fields``); a tool that leaves either undeclared returns no records here, whatever
+its fields are called. Not in the argument the tool declares as its id
 (``id_arg``); where it declares a ``name_arg``, only that argument is read. Sent again, the
 call's intent is not in doubt (the id is the record it looked up), only its spelling: the named form runs instead, the step
 records the call as run (the raw planner output keeps what was asked) and a notice says so.
@@ -58,9 +59,9 @@ class IdForName(BasePolicy):
             calls = step.action.calls if isinstance(step.action, ToolCallAction) else []
             for c, r in zip(calls, step.results, strict=False):
                 source = run.tools.get(c.name)
-                if r.ok and source is not None and source.name_fields:
-                    for rec in records(r.data):
-                        known.setdefault(str(rec["id"]), (rec, source.name_fields))
+                if r.ok and source is not None and source.id_field is not None and source.name_fields:
+                    for rec in records(r.data, source.id_field):
+                        known.setdefault(str(rec[source.id_field]), (rec, source.name_fields))
         spec = run.tools.get(call.name)
         for arg, value in call.arguments.items():
             if spec is not None and (arg == spec.id_arg or (spec.name_arg is not None and arg != spec.name_arg)):

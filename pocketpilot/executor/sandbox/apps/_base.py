@@ -7,7 +7,7 @@ from typing import ClassVar, Literal, Protocol
 from ....errors import ToolFailure
 from ..state import PhoneState
 
-__all__ = ["ARTIFACT_FIELDS", "DOMAINS", "NAME_FIELDS", "App", "Domain", "StateHolder"]
+__all__ = ["ARTIFACT_FIELDS", "DOMAINS", "ID_FIELD", "NAME_FIELDS", "App", "Domain", "StateHolder"]
 
 Domain = Literal[
     "settings_connectivity",
@@ -38,6 +38,10 @@ returns it as ``phone``). A confirmed sub-agent hands these on to its parent."""
 NAME_FIELDS: tuple[str, ...] = ("name", "title", "label", "phone", "number")
 """What every sandbox tool declares as the names of the records it returns
 (``ToolSpec.name_fields``), in the order a name is preferred."""
+
+ID_FIELD = "id"
+"""What every sandbox tool declares as the id of the records it returns (``ToolSpec.id_field``):
+the records of the phone's state carry their id under this key."""
 
 
 class StateHolder(Protocol):
