@@ -88,7 +88,7 @@ async def _recalled(task, embedder) -> list[str]:
         return []
     run = prepare(task, memory=True, embedder=embedder)
     try:
-        hits = await run.memory.session.search(task.goal, k=RECALL_K)
+        hits = await run.memory.bound.search(task.goal, k=RECALL_K)
         return [h.content for h in hits]
     finally:
         run.close()

@@ -334,8 +334,8 @@ async def run_task_episode(
             cfg = kit.configure(cfg)
             # the session's own recall, run here first because the adapter routes on what it finds
             # (the recall note, skills a recalled routine names); the session shows the same hits
-            got = await recall(memory.session, task.goal, cfg.memory, planner.count_tokens,
-                               owner=memory.session.owner, now=clock) if task.memory else Recall()
+            got = await recall(memory.bound, task.goal, cfg.memory, planner.count_tokens,
+                               owner=memory.bound.owner, now=clock) if task.memory else Recall()
             kw = kit.session_kwargs(
                 run.executor.tools(),  # specs: skills and notes apply by the world each tool declares
                 request=task.goal,
@@ -352,7 +352,7 @@ async def run_task_episode(
                 planner,
                 run.executor,
                 config=cfg,
-                memory=memory.session,
+                memory=memory.bound,
                 clock=(lambda: clock) if clock is not None else None,
                 recalled=got,
                 **kw,

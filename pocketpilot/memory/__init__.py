@@ -9,6 +9,7 @@ file per store (apsw + sqlite-vec + FTS5, WAL). See DESIGN.md and issue 3.
 from __future__ import annotations
 
 from .access import SHARED_OWNER, AccessPolicy, Caller
+from .bound import BoundMemory
 from .consolidate import ConsolidationReport, Consolidator, consolidate
 from .embedders import Embedder, OnnxMiniLMEmbedder, SentenceTransformerEmbedder, load_default_embedder
 from .errors import EmbedderUnavailableError, MemoryContentError, MemoryFileError
@@ -25,14 +26,17 @@ from .models import (
     WriteResult,
 )
 from .redaction import Redactor, redact_secrets
-from .session import SessionMemory
 from .store import SqliteMemory
 from .verify import VerifyPolicy
+
+SessionMemory = BoundMemory
+"""Deprecated alias of :class:`BoundMemory` (its old name read as a session's chat history)."""
 
 __all__ = [
     "SHARED_OWNER",
     "TIERS",
     "AccessPolicy",
+    "BoundMemory",
     "Caller",
     "ConsolidationReport",
     "Consolidator",

@@ -1,7 +1,7 @@
 """``SqliteMemory``: one store file — capture, verify, index, retrieve, revise, inspect, delete.
 
 Synchronous and thread-safe (one lock per file); the async harness adapter
-(:class:`~.session.SessionMemory`) calls it off the event loop. Every public method takes a
+(:class:`~.bound.BoundMemory`) calls it off the event loop. Every public method takes a
 :class:`~.access.Caller` and checks it before touching a row. Several stores may be open at
 once (one per user, one shared); a *shared* store redacts personal details on the way in and
 owns every record as :data:`~.access.SHARED_OWNER`.

@@ -365,10 +365,10 @@ class SessionRegistry:
             tools = device.executor.tools()  # specs: skills and notes attach by each tool's declared world
             memory = None
             if self._memory is not None:
-                from ..memory import Caller, SessionMemory
+                from ..memory import BoundMemory, Caller
 
                 caller = Caller.service(self._memory.service_token, acting_for=spec.owner)
-                memory = SessionMemory(self._memory.store, caller, sid)
+                memory = BoundMemory(self._memory.store, caller, sid)
             kwargs = await self._harness_kwargs(spec, tools, memory is not None)
             if device.state is not None and hasattr(device.state, "state"):
                 # read at each request: the date shown, and today's date over the recalled memories

@@ -20,11 +20,11 @@ from pathlib import Path
 from ..contracts import ChatMessage
 from ..memory import (
     AccessPolicy,
+    BoundMemory,
     Caller,
     Embedder,
     MemoryCandidate,
     Provenance,
-    SessionMemory,
     SqliteMemory,
     VerifyPolicy,
 )
@@ -46,12 +46,17 @@ _SEED_POLICY = VerifyPolicy(max_age=timedelta(days=365 * 100))
 
 @dataclass
 class TaskMemory:
-    """A task's seeded store, and the session view the harness uses."""
+    """A task's seeded store, and the view of it, bound to the task's user, that the harness uses."""
 
     store: SqliteMemory
-    session: SessionMemory
+    bound: BoundMemory
     seeded: list[WriteResult] = field(default_factory=list)
     """One result per seed, in the task's order."""
+
+    @property
+    def session(self) -> BoundMemory:
+        """Deprecated: the old name of :attr:`bound`."""
+        return self.bound
 
     def close(self) -> None:
         """Close the store (a ``:memory:`` store is gone afterwards)."""
@@ -77,7 +82,7 @@ def _candidate(seed: MemorySeed, task_id: str, index: int) -> MemoryCandidate:
 def open_task_memory(
     task: TaskSpec, *, embedder: Embedder | None = None, path: str | Path = ":memory:", session_id: str | None = None
 ) -> TaskMemory:
-    """Create a fresh store, write every seed as its owner, and bind a session acting for :data:`TASK_USER`.
+    """Create a fresh store, write every seed as its owner, and bind a view acting for :data:`TASK_USER`.
 
     Seeds are written in order through the store's normal capture path (verification included),
     so a later seed with the same key supersedes an earlier one exactly as in deployment.
@@ -99,9 +104,9 @@ def open_task_memory(
         store.close()
         raise
     caller = Caller.service(service, acting_for=TASK_USER)
-    session = SessionMemory(store, caller, session_id or task.id)
+    bound = BoundMemory(store, caller, session_id or task.id)
     logger.debug("%s: seeded %d memories (%s)", task.id, len(results), [r.status for r in results])
-    return TaskMemory(store=store, session=session, seeded=results)
+    return TaskMemory(store=store, bound=bound, seeded=results)
 
 
 def render_seed(seed: MemorySeed) -> ChatMessage:

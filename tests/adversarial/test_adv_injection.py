@@ -26,7 +26,7 @@ from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import CallbackConfirmation, DenyAll, Session, default_policies
 from pocketpilot.harness.base import ChatMessage
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.memory import AccessPolicy, Caller, MemoryCandidate, Provenance, SessionMemory, SqliteMemory
+from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
 
 ATTACKER = "+1-555-0199"
 TOOL_INJECTION = (
@@ -176,7 +176,7 @@ async def test_a_recalled_memory_cannot_authorize_deleting_notes(memory):
         ],
         validate=False,
     )
-    mem = SessionMemory(store, caller, "s1")
+    mem = BoundMemory(store, caller, "s1")
     episode = await Session(planner, SandboxExecutor(phone), tools=["list_notes", "delete_note"], memory=mem,
                             confirm=policy, policies=default_policies(on_denial="hold")).run("Tidy up my notes.")
     # the planted memory was recalled and shown, labelled as evidence

@@ -21,7 +21,7 @@ from pocketpilot.cli.export import export as export_cli
 from pocketpilot.cli.export import release as release_cli
 from pocketpilot.cli.memory import memory as memory_cli
 from pocketpilot.contracts import CriterionResult, Episode, Finish, MemorySearch, RetrievedMemory, ToolResult, Verdict
-from pocketpilot.memory import MemoryCandidate, Provenance, SessionMemory, SqliteMemory
+from pocketpilot.memory import BoundMemory, MemoryCandidate, Provenance, SqliteMemory
 from pocketpilot.tasks import load_suite
 from pocketpilot.trainer_bridge.export_synthetic import make_episode
 
@@ -45,7 +45,7 @@ def _write_trace(path: Path, episode: Episode) -> None:
 
 
 def _use_and_trace(store: SqliteMemory, fact: str, traces: Path, task) -> None:  # type: ignore[no-untyped-def]
-    session = SessionMemory(store, svc("alice"), "s1")
+    session = BoundMemory(store, svc("alice"), "s1")
     mem = RetrievedMemory(id=fact, tier="user", content=FACT, score=1.0, provenance={"owner": "alice"})
     recall = {"action": MemorySearch(query="where is it kept"), "retrieved": [mem],
               "results": [ToolResult.success({"memories": [{"id": fact, "content": FACT}]})]}

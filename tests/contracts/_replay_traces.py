@@ -61,7 +61,7 @@ async def recall_trace(trace_dir: Path) -> Path:
         assert run.memory is not None
         kw = load_harness_kit().session_kwargs([t.name for t in run.executor.tools()], request=task.goal,
                                                recalled=[], memory_search=True)
-        session = Session(planner, run.executor, memory=run.memory.session, confirm=AllowAll(),
+        session = Session(planner, run.executor, memory=run.memory.bound, confirm=AllowAll(),
                           evidence=[device_clock(run.phone.state.now)], verifier=run.verifier,
                           trace_dir=trace_dir, task_id=task.id, **kw)
         await session.run(task.goal)

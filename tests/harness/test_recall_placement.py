@@ -16,7 +16,7 @@ from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.policies import AskedBack
 from pocketpilot.harness.policies.asked_back import ASKED_BACK, repeat_share
 from pocketpilot.harness.recall import Recall, is_standing_wish, render_recall
-from pocketpilot.memory import AccessPolicy, Caller, MemoryCandidate, Provenance, SessionMemory, SqliteMemory
+from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
 from pocketpilot.memory.export import scrub_episode
 from pocketpilot.tasks import AnswerCriterion
 from pocketpilot.tasks.verify import check_criterion
@@ -48,7 +48,7 @@ def remember(store: SqliteMemory, content: str, *, days_ago: int, source: str = 
 
 def session(store: SqliteMemory, actions: list[dict], **kw) -> tuple[Session, ScriptedPlanner]:  # noqa: ANN003
     planner = ScriptedPlanner(actions)
-    mem = SessionMemory(store, alice(), "s1")
+    mem = BoundMemory(store, alice(), "s1")
     return Session(planner, SandboxExecutor(SandboxPhone()), tools=["list_notes", "delete_note"], memory=mem,
                    clock=lambda: NOW, **kw), planner
 
@@ -184,7 +184,7 @@ async def test_injected_text_in_a_tool_result_memory_grants_no_call(store):
     planner = ScriptedPlanner([{"kind": "tool_call", "calls": [{"name": "delete_note", "arguments": {"note_id": note}}]},
                                FINISH], validate=False)
     s = Session(planner, SandboxExecutor(phone), tools=["list_notes", "delete_note"], clock=lambda: NOW,
-                memory=SessionMemory(store, alice(), "s1"), confirm=DenyAll(),
+                memory=BoundMemory(store, alice(), "s1"), confirm=DenyAll(),
                 policies=default_policies(on_denial="hold"))
     episode = await s.run("Tidy up my notes.")
     text = evidence_of(planner)

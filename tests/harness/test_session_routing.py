@@ -395,13 +395,13 @@ async def test_the_loop_guard_stops_an_identical_repeated_delegation():
 
 async def test_the_loop_guard_takes_memory_search_away_after_a_repeated_search(tmp_path):
     from pocketpilot.memory import AccessPolicy, Caller, SqliteMemory
-    from pocketpilot.memory.session import SessionMemory
+    from pocketpilot.memory.bound import BoundMemory
 
     policy = AccessPolicy("service-token-0123456789", "admin-credential-9876543210")
     caller = Caller.service("service-token-0123456789", acting_for="alice")
     store = SqliteMemory(tmp_path / "m.db", policy)
     try:
-        memory = SessionMemory(store, caller, "s1")
+        memory = BoundMemory(store, caller, "s1")
         await memory.write("I think in miles, not kilometers.", tier="user", category="preference",
                            provenance={"source": "user_statement"})
         search = {"kind": "memory_search", "query": "preferred distance unit miles"}

@@ -7,7 +7,7 @@ import hashlib
 import time
 
 from pocketpilot.contracts import Finish, MemorySearch, RetrievedMemory, ToolResult
-from pocketpilot.memory import MemoryCandidate, Provenance, SessionMemory
+from pocketpilot.memory import BoundMemory, MemoryCandidate, Provenance
 from pocketpilot.memory._rows import content_hash
 from pocketpilot.memory.ledger import DeletionLedger, quotes, words
 from pocketpilot.trainer_bridge.export_synthetic import make_episode
@@ -21,7 +21,7 @@ def cand(content, tier="episodic", source="user_statement", **prov):
 
 def _used_in_an_episode(store, svc, fact_id: str) -> list[str]:
     """One session that recalls the fact, restates it with memory_write, sends it and summarises it."""
-    session = SessionMemory(store, svc, "s1")
+    session = BoundMemory(store, svc, "s1")
 
     async def run() -> list[str]:
         hits = await session.search("gate code spare key")
@@ -52,7 +52,7 @@ def test_delete_removes_every_copy_an_episode_derived(kw_store, svc, alice):
     contents = {i.content for i in kw_store.list_items(svc)}
     # the memory_write, the tool result and the episode summary each hold the text
     assert len(copies) == 3 and sum(FACT in c for c in contents) == 4
-    unrelated = SessionMemory(kw_store, svc, "s2")
+    unrelated = BoundMemory(kw_store, svc, "s2")
     summary = asyncio.run(unrelated.capture_episode(make_episode(
         [{"calls": [("set_wifi", {"enabled": False})], "results": [ToolResult.success({"wifi": False})]},
          {"action": Finish(summary="Done."), "results": []}])))

@@ -74,10 +74,10 @@ async def test_the_trace_header_records_how_memory_was_searched(fixture, request
     from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
     from pocketpilot.harness import Session
     from pocketpilot.harness.planners import ScriptedPlanner
-    from pocketpilot.memory import SessionMemory
+    from pocketpilot.memory import BoundMemory
 
     store = request.getfixturevalue(fixture)
-    memory = SessionMemory(store, svc, "s1")
+    memory = BoundMemory(store, svc, "s1")
     planner = ScriptedPlanner([{"kind": "finish", "summary": "done"}])
     episode = await Session(planner, SandboxExecutor(SandboxPhone(), EVERYDAY_APPS), memory=memory).run("x")
     expected = "keyword-only" if store.embedder is None else f"hybrid ({store.embedder.name})"

@@ -19,16 +19,16 @@ from pocketpilot.contracts import (
     Verdict,
 )
 from pocketpilot.harness.base import MemoryStore
-from pocketpilot.memory import MemoryCandidate, MemoryContentError, Provenance, SessionMemory
-from pocketpilot.memory.session import run_off_loop
+from pocketpilot.memory import BoundMemory, MemoryCandidate, MemoryContentError, Provenance
+from pocketpilot.memory.bound import run_off_loop
 
 
 def test_implements_harness_protocol(kw_store, svc):
-    assert isinstance(SessionMemory(kw_store, svc, "s1"), MemoryStore)
+    assert isinstance(BoundMemory(kw_store, svc, "s1"), MemoryStore)
 
 
 async def test_write_then_search_returns_evidence_with_provenance(store, svc):
-    mem = SessionMemory(store, svc, "s1")
+    mem = BoundMemory(store, svc, "s1")
     wid = await mem.write("The user's car is parked on level 3", tier="episodic", category="fact",
                           provenance={"step": 2, "source": "user_statement"})
     hits = await mem.search("where did I park my car", k=3)
@@ -40,14 +40,14 @@ async def test_write_then_search_returns_evidence_with_provenance(store, svc):
 
 
 async def test_planner_inference_about_user_goes_to_review(kw_store, svc):
-    mem = SessionMemory(kw_store, svc, "s1")
+    mem = BoundMemory(kw_store, svc, "s1")
     wid = await mem.write("User is allergic to nuts", tier="user", category=None, provenance={})
     assert kw_store.get(svc, wid).tier == "review"
     assert await mem.search("allergic nuts") == []
 
 
 async def test_bad_write_raises_typed_error(kw_store, svc):
-    mem = SessionMemory(kw_store, svc, "s1")
+    mem = BoundMemory(kw_store, svc, "s1")
     with pytest.raises(MemoryContentError):
         await mem.write("   ", tier="episodic", category=None, provenance={})
 
@@ -66,7 +66,7 @@ def _episode(retrieved_text: str) -> Episode:
 
 
 async def test_capture_episode_and_no_reingest_of_recalled(kw_store, svc):
-    mem = SessionMemory(kw_store, svc, "s1")
+    mem = BoundMemory(kw_store, svc, "s1")
     fact = kw_store.write(svc, MemoryCandidate(content="Airplane mode is in quick settings", tier="long_term",
                                                provenance=Provenance(source="user_statement"))).id
     hits = await mem.search("airplane mode quick settings")
@@ -143,7 +143,7 @@ async def _longest_stall(work):
 async def test_event_loop_not_blocked(kw_store, svc):
     delay = 0.5
     slow = _SlowDisk(kw_store, delay)
-    mem = SessionMemory(slow, svc, "s1")
+    mem = BoundMemory(slow, svc, "s1")
     stall, wid = await _longest_stall(
         mem.write("concurrent note", tier="episodic", category=None, provenance={"source": "episode"}))
     assert kw_store.get(svc, wid).content == "concurrent note"  # the slow write did happen
@@ -163,7 +163,7 @@ async def test_shared_store_is_searched_alongside(tmp_path, policy, kw_store, sv
     shared = SqliteMemory(tmp_path / "shared.db", policy, shared=True)
     shared.write(svc, MemoryCandidate(content="Bluetooth pairing needs the phone unlocked",
                                       provenance=Provenance(source="episode")))
-    mem = SessionMemory(kw_store, svc, "s1", shared=shared)
+    mem = BoundMemory(kw_store, svc, "s1", shared=shared)
     hits = await mem.search("bluetooth pairing")
     assert hits and hits[0].provenance["store"] == "shared"
     shared.close()

@@ -42,7 +42,7 @@ async def test_seeds_land_active_with_provenance_and_owner_isolation() -> None:
     memory = open_task_memory(task)
     try:
         assert [r.status for r in memory.seeded] == ["active", "active", "active"]
-        hits = await memory.session.search("evening brightness", k=5)
+        hits = await memory.bound.search("evening brightness", k=5)
         contents = [h.content for h in hits]
         assert "My evening brightness is 30." in contents
         assert "My evening brightness is 90." not in contents  # another owner's memory never shows
@@ -64,7 +64,7 @@ async def test_a_newer_seed_for_the_same_fact_supersedes_the_older() -> None:
     try:
         old, new = memory.seeded
         assert new.status == "active" and new.superseded == old.id
-        hits = await memory.session.search("preferred TV", k=5)
+        hits = await memory.bound.search("preferred TV", k=5)
         assert [h.content for h in hits][0].startswith("My preferred TV is the Living Room TV")
         assert all("Bedroom TV." not in h.content for h in hits)
     finally:
@@ -132,7 +132,7 @@ async def test_prepare_opens_the_seeded_store_only_when_asked() -> None:
     run = prepare(task, memory=True)
     try:
         assert run.memory is not None and len(run.memory.seeded) == len(task.memory)
-        hits = await run.memory.session.search("reading brightness", k=3)
+        hits = await run.memory.bound.search("reading brightness", k=3)
         assert hits[0].content == "When I read on the phone I want brightness 70."
     finally:
         run.close()
