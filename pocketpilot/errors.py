@@ -4,7 +4,8 @@ The tree (one root, typed subclasses; a builtin base where the meaning matches):
 
     PocketPilotError
     ├── UsageError (ValueError)            misuse of the API or CLI by the caller
-    │   └── BackendUnavailableError        an optional backend (ray) that is not installed
+    │   ├── BackendUnavailableError        an optional backend (ray) that is not installed
+    │   └── FolderLockedError              a folder another process is working in (an evolve run's state)
     ├── ContractError (ValueError)         data that does not fit the contract
     │   ├── TaskSpecError                  an invalid task file
     │   │   └── WorldError                 a task's world that does not build (import, state, tools)
@@ -44,6 +45,7 @@ __all__ = [
     "DeviceTimeout",
     "DeviceUnauthorizedError",
     "ExecutorError",
+    "FolderLockedError",
     "MemoryAccessError",
     "MemoryNotFoundError",
     "MemorySchemaError",
@@ -81,6 +83,15 @@ class BackendUnavailableError(UsageError):
     def __init__(self, backend: str, install: str) -> None:
         super().__init__(f"the {backend} backend is not available: {install}")
         self.backend, self.install = backend, install
+
+
+class FolderLockedError(UsageError):
+    """Another live process holds the folder's lock: two writers would interleave its files."""
+
+    def __init__(self, path: str, pid: int | None) -> None:
+        holder = f"pid {pid}" if pid else "another process"
+        super().__init__(f"{path} is in use by {holder}; wait for it to finish, or use another folder")
+        self.path, self.pid = path, pid
 
 
 class ContractError(PocketPilotError, ValueError):

@@ -51,6 +51,7 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
     """Run dev tasks under η, learn from them, accept what gains on evolve, and repeat.
 
     Never reads the test split. Prints and writes (OUT/report.md) the per-iteration table.
+    One run at a time per OUT: a second is refused (exit 2) while the first runs.
     """
     from ..adapters import load_eta
     from ..evaluation.evolve import CandidateProposer, EvolveLoop, ExperienceDistiller
@@ -85,7 +86,7 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
                 await holder["close"]()
 
     result = asyncio.run(main())
-    table = loop.write_report()
+    table = loop.report_table()  # run() wrote report.md, under the folder's lock
     click.echo("")
     click.echo(table)
     click.echo(f"\nreport: {Path(out) / 'report.md'}")

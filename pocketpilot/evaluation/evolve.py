@@ -59,6 +59,7 @@ from .evolve_state import (
     Review,
     StateFolder,
 )
+from .folder_lock import FolderLock
 from .task_episode import HarnessKit
 
 __all__ = [
@@ -264,20 +265,23 @@ class EvolveLoop:
     ) -> None:
         self.state = StateFolder(out)
         self.settings = settings
+        self.on_event = on_event or (lambda line: None)
         self._tasks: dict[str, list[TaskSpec]] | None = None
         self.tasks()  # bad input fails before the folder is touched
-        self.state.settings(settings)
+        self.lock = FolderLock(self.state.root, on_takeover=lambda pid: self.on_event(
+            f"warning: taking over {self.state.root}'s lock from pid {pid}, which ended without releasing it"))
         self.planner_factory = planner_factory
         self.library = library
         self.proposer = proposer or CandidateProposer()
         self.distiller = distiller or ExperienceDistiller()
         self.embedder = embedder
         self.auto_approve = auto_approve
-        self.on_event = on_event or (lambda line: None)
         self.store = RevisionStore(self.state.eta_path)
-        if not self.state.eta_path.exists():
-            tasks = self.tasks()
-            save_eta(with_world_tools(base_eta, [*tasks["dev"], *tasks["evolve"]]), self.state.eta_path)
+        with self.lock:  # another run on the folder is refused before anything is written
+            self.state.settings(settings)
+            if not self.state.eta_path.exists():
+                tasks = self.tasks()
+                save_eta(with_world_tools(base_eta, [*tasks["dev"], *tasks["evolve"]]), self.state.eta_path)
 
     def check(self) -> None:
         """Read the current η and every state file already written, before anything runs.
@@ -325,27 +329,40 @@ class EvolveLoop:
     # -- the loop -------------------------------------------------------------------------------
 
     async def run(self, iterations: int) -> EvolveResult:
-        """Run (or resume) iterations 1..``iterations``; stop early at a revision awaiting approval."""
-        self.check()
-        accepted: list[str] = []
-        for i in range(1, iterations + 1):
-            review = self._review(i)
-            if review is None:
-                decision = await self._iteration(i)
-                accepted += decision.accepted
-                review = self._settle(i, decision)
-                self.write_report()
-                if review is None:
-                    assert decision.revision is not None
-                    return EvolveResult(i - 1, waiting_for=decision.revision.id, accepted=accepted)
-        return EvolveResult(iterations, accepted=accepted)
+        """Run (or resume) iterations 1..``iterations``; stop early at a revision awaiting approval.
 
-    def write_report(self) -> str:
-        """Write ``OUT/report.md`` (the per-iteration table, see :mod:`.evolve_report`) and return it."""
+        Holds the folder's lock throughout (and writes ``report.md`` before giving it up).
+
+        Raises:
+            FolderLockedError: another process is running on the folder.
+        """
+        with self.lock:
+            self.check()
+            accepted: list[str] = []
+            for i in range(1, iterations + 1):
+                review = self._review(i)
+                if review is None:
+                    decision = await self._iteration(i)
+                    accepted += decision.accepted
+                    review = self._settle(i, decision)
+                    self.write_report()
+                    if review is None:
+                        assert decision.revision is not None
+                        return EvolveResult(i - 1, waiting_for=decision.revision.id, accepted=accepted)
+            self.write_report()
+            return EvolveResult(iterations, accepted=accepted)
+
+    def report_table(self) -> str:
+        """The per-iteration table (see :mod:`.evolve_report`), from the folder's files."""
         from .evolve_report import iteration_rows, markdown_table
 
-        table = markdown_table(iteration_rows(self.state))
-        (self.state.root / "report.md").write_text(table + "\n", encoding="utf-8")
+        return markdown_table(iteration_rows(self.state))
+
+    def write_report(self) -> str:
+        """Write ``OUT/report.md`` (atomically, under the folder's lock) and return the table."""
+        table = self.report_table()
+        with self.lock:
+            self.state.write_text(self.state.root / "report.md", table + "\n")
         return table
 
     def _review(self, i: int) -> Review | None:

@@ -2,6 +2,7 @@
 
 Layout of ``OUT``::
 
+    .lock                         held by the run working in the folder (:mod:`.folder_lock`)
     evolve.json                   the settings the folder was started with (schema, task folder, samples, seed)
     eta.json                      the current, approved η
     eta.json.revisions/           pending / approved / history (:class:`~pocketpilot.adapters.RevisionStore`)
@@ -34,6 +35,7 @@ from ..adapters import Revision
 from ..errors import UsageError
 from .bench_runs import OutcomeLog
 from .compare import TaskOutcome
+from .folder_lock import LOCK_NAME
 
 __all__ = [
     "EVOLVE_SCHEMA",
@@ -210,6 +212,18 @@ class StateFolder:
         """Write a record (atomically)."""
         _write_json(path, record.model_dump(mode="json"))
 
+    def write_text(self, path: Path, text: str) -> None:
+        """Write a text file (atomically: a reader never sees half of it)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def settings(self, wanted: EvolveSettings) -> EvolveSettings:
         """The folder's settings: recorded on the first run, the same ones required on a resume.
 
@@ -218,7 +232,7 @@ class StateFolder:
         """
         path = self.root / "evolve.json"
         if not path.exists():
-            if self.root.exists() and any(self.root.iterdir()):
+            if self.root.exists() and any(p.name != LOCK_NAME for p in self.root.iterdir()):
                 raise EvolveStateError(self.root, "not empty and not an evolve folder (no evolve.json)")
             _write_json(path, {"schema": EVOLVE_SCHEMA, "settings": wanted.model_dump(mode="json")})
             return wanted
