@@ -27,10 +27,12 @@ from .models import (
 )
 from .redaction import Redactor, redact_secrets
 from .store import SqliteMemory
-from .verify import VerifyPolicy
+from .verify import VerifyRules
 
 SessionMemory = BoundMemory
 """Deprecated alias of :class:`BoundMemory` (its old name read as a session's chat history)."""
+VerifyPolicy = VerifyRules
+"""Deprecated alias of :class:`VerifyRules` (its old name read as one of the harness's policies)."""
 
 __all__ = [
     "SHARED_OWNER",
@@ -57,6 +59,7 @@ __all__ = [
     "SqliteMemory",
     "Tier",
     "VerifyPolicy",
+    "VerifyRules",
     "WriteResult",
     "consolidate",
     "guard_episode",

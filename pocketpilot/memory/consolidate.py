@@ -140,7 +140,7 @@ async def run_periodically(
     store: SqliteMemory, caller: Caller, interval_s: float, stop: asyncio.Event
 ) -> None:
     """Consolidate every ``interval_s`` seconds until ``stop`` is set (off the event loop)."""
-    from .session import run_off_loop
+    from .bound import run_off_loop
 
     while not stop.is_set():
         await run_off_loop(consolidate, store, caller)

@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from .ledger import DeletionLedger
 from .models import MemoryCandidate, MemoryItem, SearchFilters, SearchHit, Tier, WriteResult
 from .redaction import Redactor
 from .vectors import VectorIndex, VectorMode
-from .verify import DEFAULT_TRUST, ExistingFact, VerifyDecision, VerifyPolicy, infer_key, verify
+from .verify import DEFAULT_TRUST, ExistingFact, VerifyDecision, VerifyRules, infer_key, verify
 
 __all__ = ["SEARCH_TIERS", "RetrievalMode", "SqliteMemory"]
 
@@ -76,6 +77,16 @@ def _idle_core() -> bool:
         return False
 
 
+def _verify_rules(rules: VerifyRules | None, old: VerifyRules | None) -> VerifyRules:
+    """``verify_rules``, or what a caller still passes under its old name ``verify_policy``."""
+    if old is None:
+        return rules or VerifyRules()
+    if rules is not None:
+        raise MemoryContentError("verify_policy is the old name of verify_rules: give one of them")
+    warnings.warn("SqliteMemory(verify_policy=...) is deprecated: pass verify_rules", DeprecationWarning, stacklevel=3)
+    return old
+
+
 @dataclass
 class _Candidates:
     """What each side of a search returned, before the filter runs on their union."""
@@ -98,10 +109,11 @@ class SqliteMemory:
         query_embedder: Embedder | None = None,
         shared: bool = False,
         vector_mode: VectorMode = "auto",
-        verify_policy: VerifyPolicy | None = None,
+        verify_rules: VerifyRules | None = None,
         redactor: Redactor | None = None,
         weights: FusionWeights | None = None,
         overlap: Overlap = "auto",
+        verify_policy: VerifyRules | None = None,
     ) -> None:
         """Open (create, migrate) the store at ``path``.
 
@@ -116,18 +128,20 @@ class SqliteMemory:
             shared: A shared agent-experience store: writes are redacted and owned by
                 :data:`SHARED_OWNER`.
             vector_mode: ``auto`` picks exact (small owners) or bit scan + exact rerank.
-            verify_policy: Verification thresholds.
+            verify_rules: The thresholds and allowed sources of verification (default: :class:`VerifyRules`).
             redactor: Redactor for shared stores (default: regex + heuristics, no known names).
             weights: Fusion weights.
             overlap: Run the keyword side on a worker thread while the query is embedded and
                 the vectors scanned: ``auto`` for owners above :data:`PARALLEL_ABOVE` vectors
                 while a core is idle, or ``always`` / ``never``.
+            verify_policy: Deprecated: the old name of ``verify_rules``.
 
         Raises:
             MemorySchemaError: Newer schema, foreign or corrupt file, or vectors of another
                 embedder (dimension or model differ).
             MemoryAccessError: The file was created with other service/admin credentials.
-            MemoryContentError: ``query_embedder`` is not a variant of ``embedder``'s model.
+            MemoryContentError: ``query_embedder`` is not a variant of ``embedder``'s model, or both
+                ``verify_rules`` and its old name ``verify_policy`` are given.
         """
         if embedder is not None and query_embedder is not None and (
             query_embedder.name.split("/")[0] != embedder.name.split("/")[0] or query_embedder.dim != embedder.dim
@@ -141,7 +155,7 @@ class SqliteMemory:
         self._embedder = embedder
         self._query_embedder = (query_embedder or embedder) if embedder is not None else None
         self.shared = shared
-        self._policy = verify_policy or VerifyPolicy()
+        self._rules = _verify_rules(verify_rules, verify_policy)
         self._redactor = redactor or Redactor()
         self._weights = weights or FusionWeights()
         if overlap not in ("auto", "always", "never"):
@@ -242,8 +256,8 @@ class SqliteMemory:
         Each is verified (:func:`.verify.verify`): accepted as authoritative, superseding an
         older item explicitly, parked in the review tier, or recognised as a duplicate or as
         recalled material (not new evidence). Evidence counts as stale when it is older than
-        the owner's newest event by more than the policy's ``max_age``, not older than the
-        wall clock: a history that simply happened long ago is not stale.
+        the owner's newest event by more than the verification rules' ``max_age``, not older
+        than the wall clock: a history that simply happened long ago is not stale.
 
         Raises:
             MemoryAccessError: The caller may not write here.
@@ -351,7 +365,7 @@ class SqliteMemory:
             same_key=same_key,
             same_content=_fact(dup[0]) if dup else None,
             now=datetime.fromtimestamp(now, tz=UTC),
-            policy=self._policy,
+            rules=self._rules,
             newest_event=None if newest is None else datetime.fromtimestamp(float(newest), tz=UTC),
             check_age=not imported,
         )

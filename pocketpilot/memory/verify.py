@@ -17,7 +17,7 @@ from typing import Literal
 
 from .models import MemoryCandidate, SourceKind
 
-__all__ = ["DEFAULT_TRUST", "ExistingFact", "VerifyDecision", "VerifyPolicy", "infer_key", "verify"]
+__all__ = ["DEFAULT_TRUST", "ExistingFact", "VerifyDecision", "VerifyPolicy", "VerifyRules", "infer_key", "verify"]
 
 DEFAULT_TRUST: dict[SourceKind, float] = {
     "user_statement": 0.9,
@@ -33,8 +33,12 @@ _KEYED_TIERS = frozenset({"user", "long_term"})
 
 
 @dataclass(frozen=True)
-class VerifyPolicy:
-    """Thresholds of the verification checks."""
+class VerifyRules:
+    """The thresholds and allowed sources the verification checks apply.
+
+    Data a store is opened with, not a harness policy: it acts on a candidate memory when it is
+    written, never on a run's steps.
+    """
 
     min_trust: dict[str, float] = field(
         default_factory=lambda: {"user": 0.8, "long_term": 0.6, "episodic": 0.3, "prospective": 0.5}
@@ -45,6 +49,10 @@ class VerifyPolicy:
     future_skew: timedelta = timedelta(minutes=5)
     user_tier_sources: frozenset[str] = frozenset({"user_statement", "tool_result", "consolidation"})
     """Sources allowed to write the user model directly (an inference about the user is reviewed)."""
+
+
+VerifyPolicy = VerifyRules
+"""Deprecated alias of :class:`VerifyRules` (its old name read as one of the harness's policies)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,7 @@ def verify(
     same_key: list[ExistingFact],
     same_content: ExistingFact | None,
     now: datetime,
-    policy: VerifyPolicy,
+    rules: VerifyRules,
     newest_event: datetime | None = None,
     check_age: bool = True,
 ) -> VerifyDecision:
@@ -110,19 +118,19 @@ def verify(
     # 1. provenance
     if prov.source == "inference" and not prov.evidence:
         return VerifyDecision("review", "an inference without a pointer to evidence")
-    if candidate.tier == "user" and prov.source not in policy.user_tier_sources:
+    if candidate.tier == "user" and prov.source not in rules.user_tier_sources:
         return VerifyDecision("review", f"{prov.source} may not write the user model directly")
     # 2. trust
-    floor = policy.min_trust.get(candidate.tier, 0.0)
+    floor = rules.min_trust.get(candidate.tier, 0.0)
     if trust < floor:
         return VerifyDecision("review", f"trust {trust:.2f} below {floor:.2f} for the {candidate.tier} tier")
     # 3. freshness
-    if observed_at > now + policy.future_skew:
+    if observed_at > now + rules.future_skew:
         return VerifyDecision("review", "evidence observed in the future")
     reference = max(newest_event, observed_at) if newest_event is not None else observed_at
-    if check_age and reference - observed_at > policy.max_age:
+    if check_age and reference - observed_at > rules.max_age:
         return VerifyDecision("review", f"stale evidence: older than the owner's newest event by more than "
-                                        f"{policy.max_age.days} days")
+                                        f"{rules.max_age.days} days")
     # 4. conflict
     if candidate.tier in _KEYED_TIERS and same_key:
         newest = max(same_key, key=lambda f: f.observed_at)

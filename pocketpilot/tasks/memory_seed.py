@@ -26,7 +26,7 @@ from ..memory import (
     MemoryCandidate,
     Provenance,
     SqliteMemory,
-    VerifyPolicy,
+    VerifyRules,
 )
 from ..memory.models import WriteResult
 from .spec import MemorySeed, TaskSpec
@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 TASK_USER = "user"
 """The owner a task run acts for; seeds of any other owner must stay invisible to it."""
 
-_SEED_POLICY = VerifyPolicy(max_age=timedelta(days=365 * 100))
+_SEED_RULES = VerifyRules(max_age=timedelta(days=365 * 100))
 """Seeds are dated on the sandbox clock (March 2025), not the wall clock: a task must not turn
 "stale" because the machine's calendar moved on."""
 
@@ -94,7 +94,7 @@ def open_task_memory(
         session_id: Recorded in recall tags (default: the task id).
     """
     service, admin = secrets.token_hex(16), secrets.token_hex(16)
-    store = SqliteMemory(path, AccessPolicy(service, admin), embedder=embedder, verify_policy=_SEED_POLICY)
+    store = SqliteMemory(path, AccessPolicy(service, admin), embedder=embedder, verify_rules=_SEED_RULES)
     try:
         results: list[WriteResult] = []
         for index, seed in enumerate(task.memory):
