@@ -44,20 +44,26 @@ def _planner_factory(model: str, endpoint: str | None, temperature: float, max_n
               help="Failed dev episodes a diagnosis finding needs to become a candidate.")
 @click.option("--embedder/--no-embedder", "use_embedder", default=True, show_default=True,
               help="Hybrid retrieval with the built MiniLM embedder (keyword-only when absent).")
+@click.option("--ablation", "ablation_file", type=click.Path(dir_okay=False), default=None,
+              help="A policy ablation on dev (the JSON of bench/bench_ablation.py, or {policy: cost}): a policy "
+                   "it shows costing tasks becomes a candidate to leave out, measured like any other.")
 @planner_options
 def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int, max_candidates: int, seed: int,
            out: str, eta_file: str | None, auto_approve: bool, min_support: int, use_embedder: bool, model: str,
-           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool) -> None:
+           endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
+           ablation_file: str | None = None) -> None:
     """Run dev tasks under η, learn from them, accept what gains on evolve, and repeat.
 
     Never reads the test split. Prints and writes (OUT/report.md) the per-iteration table.
     One run at a time per OUT: a second is refused (exit 2) while the first runs.
     """
     from ..adapters import load_eta
+    from ..evaluation.ablation import load_ablation
     from ..evaluation.evolve import CandidateProposer, EvolveLoop, ExperienceDistiller
     from ..evaluation.evolve_state import EvolveSettings
     from ..evaluation.task_episode import load_harness_kit
 
+    ablation = load_ablation(ablation_file) if ablation_file else None
     settings = EvolveSettings(tasks_dir=str(Path(tasks_dir).resolve()), dev_sample=dev_sample,
                               evolve_sample=evolve_sample, seed=seed, max_candidates=max_candidates)
     kit = load_harness_kit()
@@ -70,7 +76,7 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
         return holder["make"](task, eta)
 
     loop = EvolveLoop(out, settings, factory, base_eta=base, library=kit.library,
-                      proposer=CandidateProposer(min_support), distiller=ExperienceDistiller(),
+                      proposer=CandidateProposer(min_support, ablation=ablation), distiller=ExperienceDistiller(),
                       auto_approve=auto_approve, on_event=click.echo)
     loop.check()
     if use_embedder:

@@ -34,7 +34,7 @@ import hashlib
 import json
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -136,10 +136,13 @@ class CandidateProposer:
 
     Args:
         min_support: failed episodes a finding needs before it becomes a candidate.
+        ablation: policy name → tasks it costs on dev (the ``ablation`` of ``bench/bench_ablation.py``):
+            a policy that costs enough becomes a candidate to leave out, measured on evolve like any other.
     """
 
-    def __init__(self, min_support: int = 2) -> None:
+    def __init__(self, min_support: int = 2, ablation: Mapping[str, int] | None = None) -> None:
         self.min_support = min_support
+        self.ablation = dict(ablation or {})
 
     def propose(self, failures: Sequence[Episode], eta: Eta,
                 experience: Sequence[Any]) -> tuple[list[Candidate], list[str]]:
@@ -150,7 +153,8 @@ class CandidateProposer:
         # every tool a run could have had: the sandbox's, plus the worlds the tasks brought
         known = sorted(_catalogue() | {t.name for ep in failures for t in ep.header.tools} | set(eta.tools))
         diagnoses = [d for d in diagnose_many(failures, known_tools=known) if d.failed]
-        made = generate_candidates(diagnoses, eta, experience=experience, min_support=self.min_support)
+        made = generate_candidates(diagnoses, eta, experience=experience, min_support=self.min_support,
+                                   ablation=self.ablation)
         candidates = [Candidate(kind=c.kind, revision=c.revision, summary=c.revision.rationale[:200],
                                 evidence=c.evidence) for c in made]
         skipped = [] if made else [f"{len(diagnoses)} failed episode(s) and {len(experience)} experience "
