@@ -42,6 +42,12 @@ def _planner_factory(model: str, endpoint: str | None, temperature: float, max_n
                    "`pocketpilot adapter approve OUT/eta.json ID --by NAME`, then resumes on the next call.")
 @click.option("--min-support", type=click.IntRange(1), default=2, show_default=True,
               help="Failed dev episodes a diagnosis finding needs to become a candidate.")
+@click.option("--evict-threshold", type=click.IntRange(1), default=2, show_default=True,
+              help="Harm (evolve tasks an experience entry was shown in that failed with it and passed without "
+                   "it, over the iterations) at which the entry becomes an eviction candidate.")
+@click.option("--harm-pairing", type=click.Choice(["paired", "previous"]), default="paired", show_default=True,
+              help="What a failed evolve task shown experience is compared with: the same task rerun with "
+                   "experience off (paired), or its outcome in the previous iteration's baseline (previous, no rerun).")
 @click.option("--embedder/--no-embedder", "use_embedder", default=True, show_default=True,
               help="Hybrid retrieval with the built MiniLM embedder (keyword-only when absent).")
 @click.option("--ablation", "ablation_file", type=click.Path(dir_okay=False), default=None,
@@ -49,7 +55,8 @@ def _planner_factory(model: str, endpoint: str | None, temperature: float, max_n
                    "it shows costing tasks becomes a candidate to leave out, measured like any other.")
 @planner_options
 def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int, max_candidates: int, seed: int,
-           out: str, eta_file: str | None, auto_approve: bool, min_support: int, use_embedder: bool, model: str,
+           out: str, eta_file: str | None, auto_approve: bool, min_support: int, evict_threshold: int,
+           harm_pairing: str, use_embedder: bool, model: str,
            endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
            ablation_file: str | None = None) -> None:
     """Run dev tasks under η, learn from them, accept what gains on evolve, and repeat.
@@ -65,7 +72,8 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
 
     ablation = load_ablation(ablation_file) if ablation_file else None
     settings = EvolveSettings(tasks_dir=str(Path(tasks_dir).resolve()), dev_sample=dev_sample,
-                              evolve_sample=evolve_sample, seed=seed, max_candidates=max_candidates)
+                              evolve_sample=evolve_sample, seed=seed, max_candidates=max_candidates,
+                              evict_threshold=evict_threshold, harm_pairing=harm_pairing)
     kit = load_harness_kit()
     base = load_eta(eta_file) if eta_file else kit.eta
     holder: dict[str, Any] = {}

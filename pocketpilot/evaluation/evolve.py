@@ -3,10 +3,15 @@
 One iteration (the report's "AI for Harness" stage):
 
 1. run a dev sample under the current η (harness mode, the bench's own run);
-2. distil experience from the successes (a :class:`Distiller`) and diagnose the failures;
+2. distil experience from the verified successes (a :class:`Distiller`): the dev sample's, and
+   the previous iteration's evolve runs' (its baseline, and the accepted candidates' runs once
+   approved; never a test-split run); diagnose the dev failures;
 3. propose candidate revisions of η (a :class:`Proposer`);
-4. measure each candidate, then the set of the ones that helped, on an evolve sample against
-   the current η, paired task by task, and apply the acceptance rule (:func:`accepts`);
+4. run the evolve sample under the current η; attribute harm to the experience entries shown
+   in the tasks it fails (:mod:`.evolve_harm`: an entry shown in tasks that failed with it and
+   passed without it), an entry harmful enough becoming an eviction candidate; measure each
+   candidate, then the set of the ones that helped, on the evolve sample against the current
+   η, paired task by task, and apply the acceptance rule (:func:`accepts`);
 5. write the accepted ones as one pending η revision, the evidence in its rationale and in the
    iteration's ``decision.json``;
 6. once it is approved (``pocketpilot adapter approve OUT/eta.json ID``, or ``--auto-approve``),
@@ -53,6 +58,7 @@ from .evolve_state import (
     Decision,
     EvolveSettings,
     EvolveStateError,
+    Harm,
     IterationStart,
     Paired,
     Proposals,
@@ -303,7 +309,7 @@ class EvolveLoop:
         while self.state.iter_dir(i).exists():
             d = self.state.iter_dir(i)
             for name, model in (("start.json", IterationStart), ("proposals.json", Proposals),
-                                ("decision.json", Decision), ("review.json", Review)):
+                                ("harm.json", Harm), ("decision.json", Decision), ("review.json", Review)):
                 self.state.read(d / name, model)
             if (d / "start.json").exists():
                 self._start(i)  # its η snapshot and task ids too
@@ -420,7 +426,7 @@ class EvolveLoop:
         dev_out = await self._run_set(dev, eta, d / "dev", f"{i} dev")
         proposals = self.state.read(d / "proposals.json", Proposals)
         if proposals is None:
-            proposals = self._propose(dev_out, eta)
+            proposals = self._propose(i, dev_out, eta)
             self.state.write(d / "proposals.json", proposals)
         decision = self.state.read(d / "decision.json", Decision)
         if decision is None:
@@ -500,32 +506,88 @@ class EvolveLoop:
             episodes.append(read_trace(path)[0])
         return episodes
 
-    def _propose(self, dev_out: dict[str, TaskOutcome], eta: Eta) -> Proposals:
+    def _evolve_successes(self, i: int) -> list[Episode]:
+        """Verified successes of iteration ``i``'s evolve runs: its baseline's, and the runs of what it
+        accepted once approved (a rejected revision's runs are not learned from). Never a test-split run:
+        only the folders this loop wrote for the evolve sample are read.
+        """
+        d = self.state.iter_dir(i)
+        decision = self.state.read(d / "decision.json", Decision)
+        review = self.state.read(d / "review.json", Review)
+        labels = ["base"]
+        if decision is not None and decision.accepted and review is not None and review.status == "approved":
+            labels += [*decision.accepted, *(["set"] if len(decision.accepted) > 1 else [])]
+        out: list[Episode] = []
+        for label in labels:
+            runs = self.state.outcome_map(d / "evolve" / label)
+            out += [e for e in self._episodes({t: o for t, o in runs.items() if o.success})
+                    if e.verdict is not None and e.verdict.success]
+        return out
+
+    def _propose(self, i: int, dev_out: dict[str, TaskOutcome], eta: Eta) -> Proposals:
         episodes = self._episodes(dev_out)
         ok = {tid for tid, o in dev_out.items() if o.success}
         successes = [e for e in episodes if e.header.task_id in ok]
         failures = [e for e in episodes if e.header.task_id not in ok]
-        entries = self.distiller.distil(successes, eta)
+        evolve_ok = self._evolve_successes(i - 1) if i > 1 else []
+        entries = self.distiller.distil([*successes, *evolve_ok], eta)
         candidates, skipped = self.proposer.propose(failures, eta, entries)
         # the candidates with the most evidence first; the rest wait for a later iteration
         candidates.sort(key=lambda c: (-len(c.evidence), c.id))
         keep = candidates[: self.settings.max_candidates]
-        self.on_event(f"proposed {len(candidates)} candidate(s) from {len(successes)} success(es) and "
-                      f"{len(failures)} failure(s); measuring {len(keep)}")
+        self.on_event(f"proposed {len(candidates)} candidate(s) from {len(successes)} dev and {len(evolve_ok)} "
+                      f"evolve success(es) and {len(failures)} failure(s); measuring {len(keep)}")
         return Proposals(candidates=keep, unmeasured=[c.id for c in candidates[len(keep):]], skipped=skipped,
-                         dev_successes=len(successes), dev_failures=len(failures), experience_entries=len(entries))
+                         dev_successes=len(successes), dev_failures=len(failures), experience_entries=len(entries),
+                         evolve_successes=len(evolve_ok))
+
+    async def _attribute(self, i: int, eta: Eta, evolve: Sequence[TaskSpec], base: dict[str, TaskOutcome]) -> Harm:
+        """Harm of the current η's experience entries, from the evolve baseline (rule: :mod:`.evolve_harm`)."""
+        from .evolve_harm import accumulate, attribute, evictions, failed_and_shown
+
+        present = [e.id for e in getattr(eta, "experience", None) or ()]
+        passed = {t: o.success for t, o in base.items()}
+        shown = failed_and_shown(passed, self._episodes(base), present) if present else {}
+        method = self.settings.harm_pairing
+        without: dict[str, bool] = {}
+        if method == "paired" and shown:
+            off = eta.model_copy(update={"experience_config": eta.experience_config.model_copy(
+                update={"enabled": False})})
+            runs = await self._run_set([t for t in evolve if t.id in shown], off,
+                                       self.state.iter_dir(i) / "evolve" / "no-experience",
+                                       f"{i} evolve without experience")
+            without = {t: o.success for t, o in runs.items()}
+        elif method == "previous" and shown and i > 1:
+            before = self.state.outcome_map(self.state.iter_dir(i - 1) / "evolve" / "base")
+            without = {t: before[t].success for t in shown if t in before}
+        harmed = attribute(shown, without)
+        earlier = [h for j in range(1, i) if (h := self.state.read(self.state.iter_dir(j) / "harm.json", Harm))]
+        accumulated = accumulate(earlier, harmed, present)
+        candidates = evictions(eta, accumulated, harmed, self.settings.evict_threshold, i)
+        for entry, tasks in harmed.items():
+            self.on_event(f"experience {entry}: shown in {len(tasks)} task(s) that failed with it and passed "
+                          f"without ({accumulated.get(entry, 0)} in all)")
+        for c in candidates:
+            self.on_event(f"eviction candidate {c.id}: {c.summary}")
+        return Harm(method=method, shown=shown, without=without, harmed=harmed, accumulated=accumulated,
+                    candidates=candidates)
 
     async def _measure(self, i: int, eta: Eta, evolve: Sequence[TaskSpec], proposals: Proposals) -> Decision:
         d = self.state.iter_dir(i) / "evolve"
         groups = {t.id: t.group for t in evolve}
         base = await self._run_set(evolve, eta, d / "base", f"{i} evolve base")
+        harm = self.state.read(self.state.iter_dir(i) / "harm.json", Harm)
+        if harm is None:
+            harm = await self._attribute(i, eta, evolve, base)
+            self.state.write(self.state.iter_dir(i) / "harm.json", harm)
+        candidates = [*proposals.candidates, *harm.candidates]
         before = {t: o.success for t, o in base.items()}
         # the tasks the current η fails first: a configuration that gains none of them can never
         # gain net, and its measurement stops there (see _settled)
         evolve = sorted(evolve, key=lambda t: (before[t.id], t.id))
         measured: dict[str, Paired] = {}
         helpful: list[Candidate] = []
-        for c in proposals.candidates:
+        for c in candidates:
             try:
                 after_eta = apply_revision(eta, c.revision)
             except RevisionError as exc:
@@ -539,7 +601,7 @@ class EvolveLoop:
             if _helps(paired):
                 helpful.append(c)
         accepted: list[Candidate] = []
-        reason = ("no candidate gained a task without breaking the group rule" if proposals.candidates
+        reason = ("no candidate gained a task without breaking the group rule" if candidates
                   else "nothing was proposed")
         if len(helpful) >= 2:
             combined, members = _combine(eta, helpful, f"evolve-{i:02d}-set")

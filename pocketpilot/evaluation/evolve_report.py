@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..adapters import EtaError, apply_revision, load_eta
 from .compare import TaskOutcome
 from .evolve import experience_size
-from .evolve_state import Decision, IterationStart, Proposals, Review, StateFolder
+from .evolve_state import Decision, Harm, IterationStart, Proposals, Review, StateFolder
 
 __all__ = ["IterationRow", "iteration_rows", "markdown_table"]
 
@@ -29,6 +29,7 @@ class IterationRow:
         self.evolve_before: list[TaskOutcome] = []
         self.evolve_after: list[TaskOutcome] | None = None
         self.proposals: Proposals | None = None
+        self.harm: Harm | None = None
         self.decision: Decision | None = None
         self.review: Review | None = None
         self.experience_before = 0
@@ -61,6 +62,7 @@ def iteration_rows(state: StateFolder) -> list[IterationRow]:
         row.dev = list(state.outcome_map(d / "dev").values())
         row.evolve_before = list(state.outcome_map(d / "evolve" / "base").values())
         row.proposals = state.read(d / "proposals.json", Proposals)
+        row.harm = state.read(d / "harm.json", Harm)
         row.decision = state.read(d / "decision.json", Decision)
         row.review = state.read(d / "review.json", Review)
         measured = sorted((d / "evolve").iterdir()) if (d / "evolve").is_dir() else []
@@ -93,7 +95,7 @@ def markdown_table(rows: list[IterationRow]) -> str:
         after = r.evolve_after
         proposed = "-"
         if r.proposals is not None:
-            n = len(r.proposals.candidates)
+            n = len(r.proposals.candidates) + (len(r.harm.candidates) if r.harm else 0)
             proposed = f"{n}/{n + len(r.proposals.unmeasured)}"
         accepted = ", ".join(r.decision.accepted) if r.decision and r.decision.accepted else \
             ("none" if r.decision else "-")
@@ -111,5 +113,6 @@ def markdown_table(rows: list[IterationRow]) -> str:
     rule = ("Acceptance rule: on the same evolve tasks, net gain (newly passed minus newly failed) >= 2 and no "
             "group losing more than 1 task. Pass rates: % (passed/tasks) under the iteration's η (before) and "
             "under what was accepted (after). Minutes: summed episode wall time of the dev sample, the evolve sample "
-            "under the current η, and every candidate's evolve measurement.")
+            "under the current η, and every candidate's evolve measurement (with the reruns of failed tasks without "
+            "experience that attribute harm; eviction candidates count among the candidates).")
     return "\n".join([*lines, "", rule])

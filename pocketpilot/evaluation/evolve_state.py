@@ -9,8 +9,10 @@ Layout of ``OUT``::
     iter-01/start.json            the η version and the dev and evolve task ids of the iteration
     iter-01/eta.json              the η the iteration runs under (a snapshot: approvals elsewhere never change it)
     iter-01/dev/outcomes.jsonl    one line per finished dev episode (traces under dev/traces/)
-    iter-01/proposals.json        the candidates proposed from the dev episodes
+    iter-01/proposals.json        the candidates proposed from the dev episodes (and the previous evolve successes)
     iter-01/evolve/<label>/outcomes.jsonl   the evolve sample under the current η (base), each candidate, the set
+    iter-01/harm.json             experience entries shown in failed evolve tasks, the harm attributed, evictions
+    iter-01/evolve/no-experience/ the failed evolve tasks shown experience, run again with it off (paired harm)
     iter-01/decision.json         the paired measurements, what was accepted and the revision written
     iter-01/review.json           what became of that revision (approved, rejected, nothing to review)
     report.md                     the per-iteration table
@@ -43,6 +45,7 @@ __all__ = [
     "Decision",
     "EvolveSettings",
     "EvolveStateError",
+    "Harm",
     "IterationStart",
     "Paired",
     "Proposals",
@@ -75,6 +78,11 @@ class EvolveSettings(_Record):
     evolve_sample: int = Field(ge=1)
     seed: int = 0
     max_candidates: int = Field(default=4, ge=1)
+    evict_threshold: int = Field(default=2, ge=1)
+    """Harm (see :mod:`.evolve_harm`) at which an experience entry becomes an eviction candidate."""
+    harm_pairing: Literal["paired", "previous"] = "paired"
+    """What a failed evolve task shown experience is compared with: the same task run again with
+    experience off (``paired``), or its outcome in the previous iteration's baseline (``previous``)."""
 
 
 class IterationStart(_Record):
@@ -114,6 +122,8 @@ class Proposals(_Record):
     dev_failures: int
     experience_entries: int = 0
     """Entries the distiller proposed (before merging into the library)."""
+    evolve_successes: int = 0
+    """Verified successes of the previous iteration's evolve runs (baseline and accepted) distilled too."""
 
 
 class Paired(_Record):
@@ -147,6 +157,22 @@ class Paired(_Record):
         for t in self.lost:
             out[self.groups[t]] = out.get(self.groups[t], 0) + 1
         return out
+
+
+class Harm(_Record):
+    """Step 4's attribution: which experience entries the current η's failures point at (:mod:`.evolve_harm`)."""
+
+    method: Literal["paired", "previous"]
+    shown: dict[str, list[str]]
+    """Task id → entries its run was shown, for the evolve tasks the current η fails."""
+    without: dict[str, bool]
+    """Task id → passed without those entries (the paired run, or the previous baseline; absent: not known)."""
+    harmed: dict[str, list[str]]
+    """Entry id → the tasks it harmed in this iteration."""
+    accumulated: dict[str, int]
+    """Entry id → harm over this and the earlier iterations (entries of the current η)."""
+    candidates: list[Candidate] = Field(default_factory=list)
+    """Eviction candidates, measured with the iteration's other candidates."""
 
 
 class Decision(_Record):
