@@ -12,6 +12,7 @@ so a module that does not import or a tool whose declared ``id_arg`` is not a pa
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -486,6 +487,27 @@ def _bundled() -> tuple[TaskSpec, ...]:
         return tuple(load_task(f) for f in files)
 
 
+def _folder(base: Path) -> tuple[TaskSpec, ...]:
+    """A folder's tasks, each file loaded once per process for as long as the folder's files are unchanged.
+
+    A process that loads the same folder again (the bench's splits, a test session's loads of
+    the generated and long-history suites) gets the specs it built before: building and checking
+    each task's world is what a load costs. The key holds the bytes of every file in the folder
+    (its tasks, defaults, guidance and world modules), so an edited folder is loaded anew.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    for entry in sorted(base.iterdir()) if base.is_dir() else ():
+        if entry.is_file():
+            digest.update(entry.name.encode() + b"\0" + entry.read_bytes() + b"\0")
+    return _folder_cached(base, base.resolve(), digest.hexdigest())
+
+
+@functools.lru_cache(maxsize=16)
+def _folder_cached(base: Path, resolved: Path, digest: str) -> tuple[TaskSpec, ...]:
+    files = [f for f in sorted(base.glob("*.yaml")) + sorted(base.glob("*.json")) if f.name not in FOLDER_DEFAULTS]
+    return tuple(load_task(f, roots=(base, resolved.parent)) for f in files)
+
+
 def bundled_task(task_id: str) -> TaskSpec | None:
     """One bundled task by id, read from its own file where the file is named after it.
 
@@ -518,9 +540,7 @@ def load_suite(split: Split | None = None, directory: str | Path | None = None) 
     if directory is None:
         tasks = list(_bundled())
     else:
-        base = Path(directory)
-        files = [f for f in sorted(base.glob("*.yaml")) + sorted(base.glob("*.json")) if f.name not in FOLDER_DEFAULTS]
-        tasks = [load_task(f, roots=(base, base.resolve().parent)) for f in files]
+        tasks = list(_folder(Path(directory)))
     check_splits(tasks)
     logger.debug("loaded %d tasks", len(tasks))
     return [t for t in tasks if split is None or t.split == split]

@@ -151,6 +151,19 @@ def test_suite_directory_filters_by_split(tmp_path: Path) -> None:
         load_suite("train")  # type: ignore[arg-type]
 
 
+def test_a_folder_loaded_again_is_reused_until_a_file_in_it_changes(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "a.yaml")
+    first = load_suite(directory=tmp_path)
+    assert load_suite(directory=tmp_path)[0] is first[0]  # built once per process
+    write(tmp_path, with_(goal="Turn off the wifo."), "a.yaml")  # same size, one byte other
+    assert [t.goal for t in load_suite(directory=tmp_path)] == ["Turn off the wifo."]
+    (tmp_path / "policy.md").write_text("Ask first.", encoding="utf-8")
+    write(tmp_path, with_(guidance=[{"file": "policy.md"}]), "a.yaml")
+    assert load_suite(directory=tmp_path)[0].guidance[0].text == "Ask first."
+    (tmp_path / "policy.md").write_text("Ask later", encoding="utf-8")  # a file beside the tasks counts too
+    assert load_suite(directory=tmp_path)[0].guidance[0].text == "Ask later"
+
+
 def test_prepare_from_a_path_and_an_invalid_spec(tmp_path: Path) -> None:
     run = prepare(write(tmp_path, GOOD))
     assert run.phone.state.settings.brightness == 30
