@@ -53,6 +53,7 @@ from ..tasks import TaskSpec
 from ..tasks.split_index import load_split_tasks
 from ..tracing.trace import read_trace
 from .compare import TaskOutcome, run_task
+from .evolve_harm import accumulate, attribute, evictions, failed_and_shown
 from .evolve_state import (
     Candidate,
     Decision,
@@ -543,9 +544,7 @@ class EvolveLoop:
 
     async def _attribute(self, i: int, eta: Eta, evolve: Sequence[TaskSpec], base: dict[str, TaskOutcome]) -> Harm:
         """Harm of the current η's experience entries, from the evolve baseline (rule: :mod:`.evolve_harm`)."""
-        from .evolve_harm import accumulate, attribute, evictions, failed_and_shown
-
-        present = [e.id for e in getattr(eta, "experience", None) or ()]
+        present = [e.id for e in eta.experience]
         passed = {t: o.success for t, o in base.items()}
         shown = failed_and_shown(passed, self._episodes(base), present) if present else {}
         method = self.settings.harm_pairing
