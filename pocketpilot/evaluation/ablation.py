@@ -393,6 +393,19 @@ def _untouched(policy: str, base: Baseline, episode: Episode, outcome: TaskOutco
     return Untouched(policy=policy, task_id=base.task_id, identical=same, first_difference=first, detail=detail)
 
 
+def _untouched_sample(tasks: Sequence[TaskSpec], base: Mapping[str, Baseline], policy: str, k: int,
+                      *, turn: int) -> list[TaskSpec]:
+    """Up to ``k`` tasks ``policy`` never acted on, for the exactness check: the longest runs first
+    (more steps the policy was asked about), the ``turn``-th policy starting at the ``turn``-th
+    longest, so the checks of several policies spread over the selection.
+    """
+    free = sorted((t for t in tasks if policy not in base[t.id].acted), key=lambda t: -base[t.id].steps)
+    if not free or k <= 0:
+        return []
+    start = turn % len(free)
+    return (free[start:] + free[:start])[:k]
+
+
 async def run_ablation(
     tasks: Sequence[TaskSpec],
     planner_for: PlannerFor,
@@ -415,8 +428,8 @@ async def run_ablation(
         kit: The harness kit whose η's policy set is ablated.
         policies: The policies to ablate (empty: every ablatable one; see :func:`check_policies`).
         baseline: Runs with the whole set already made (:func:`baseline_from_traces`).
-        verify_untouched: Tasks per policy, among those it never acted on, run again without it and
-            compared with the baseline (0: none).
+        verify_untouched: Tasks per policy, among those it never acted on (the longest runs first,
+            each policy starting at another), run again without it and compared with the baseline (0: none).
         embedder: The memory stores' vectors (as the bench's harness mode).
         settings: The caller's settings over each task's own.
         trace_dir: Traces: the baseline under ``harness/`` with ``outcomes.jsonl`` (so the folder
@@ -459,7 +472,7 @@ async def run_ablation(
                                     acted_steps=b.acted[policy], trace_without=outcome.trace))
             say(f"[without {policy}] {task.id}: {'PASS' if b.success else 'fail'} -> "
                 f"{'PASS' if outcome.success else 'fail'}")
-        for task in [t for t in tasks if policy not in base[t.id].acted][:verify_untouched]:
+        for task in _untouched_sample(tasks, base, policy, verify_untouched, turn=chosen.index(policy)):
             episode, outcome = await run_task(task, planner_for(task, policy), mode="harness", kit=off,
                                               embedder=embedder, settings=settings, trace_dir=sub)
             checks.append(_untouched(policy, base[task.id], episode, outcome))

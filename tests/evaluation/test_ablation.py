@@ -156,11 +156,13 @@ def test_a_policy_left_out_is_left_out_of_the_set_the_session_runs(kit) -> None:
 
 
 async def test_the_untouched_check_reruns_tasks_a_policy_never_acted_on_and_reports_a_change(folder, kit) -> None:
-    # the first N tasks a policy never acted on, in selection order, rerun without it
+    # N tasks a policy never acted on, the longest runs first, each policy starting at another
     report = await run_ablation(_tasks(folder), Planners(), kit=kit, policies=["loop_guard", "send_back"],
                                 verify_untouched=2)
+    steps = {b.task_id: b.steps for b in report.baseline}
+    assert steps[EARBUDS] > steps[CLARIFY] == steps[PLAIN]  # CLARIFY comes first of the two in the selection
     assert [(u.policy, u.task_id) for u in report.untouched] == [
-        ("loop_guard", CLARIFY), ("loop_guard", EARBUDS), ("send_back", CLARIFY), ("send_back", PLAIN)]
+        ("loop_guard", EARBUDS), ("loop_guard", CLARIFY), ("send_back", PLAIN), ("send_back", CLARIFY)]
     assert all(u.identical for u in report.untouched) and "exactness: 4 of 4" in report.markdown()
     # a planner that behaves otherwise once loop_guard is gone, although loop_guard never acted on
     # PLAIN: the exactness assumption fails there, and the check says so instead of raising
