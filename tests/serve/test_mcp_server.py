@@ -167,10 +167,12 @@ def test_streamable_http_refuses_a_lan_host_without_insecure_lan() -> None:
     assert result.exit_code == 2 and "--insecure-lan" in result.output
 
 
-def test_a_token_file_is_refused_over_stdio() -> None:
+def test_a_token_file_is_refused_over_stdio(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from pocketpilot.cli.main import cli
 
-    result = CliRunner().invoke(cli, ["mcp", "serve", "--token-file", "/tmp/x"])
+    token = tmp_path / "token"
+    token.write_text("a-secret-token-of-enough-length\n")
+    result = CliRunner().invoke(cli, ["mcp", "serve", "--token-file", str(token)])
     assert result.exit_code == 2 and "HTTP" in result.output
