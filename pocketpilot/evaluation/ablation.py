@@ -6,7 +6,9 @@ advice, a stop action sent back), and each step records the policies whose outco
 have changed that run: without it, the planner sees the same contexts and makes the same
 choices. So the run with the whole set is the baseline, and for each ablatable policy only the
 tasks it acted on are run again without it; on every other task, with and without are the same
-run. :func:`run_ablation` can check that assumption too (``verify_untouched``): it reruns some
+run. A policy that shapes batches (:class:`~pocketpilot.harness.policies.ShapesBatches`, none of
+the default set) changes the decoding grammar without a step saying so: every task is rerun
+without it. :func:`run_ablation` can check the assumption too (``verify_untouched``): it reruns some
 tasks a policy never acted on without it and compares the actions.
 
 A policy's cost is the paired difference on the tasks it acted on (the same as over the whole
@@ -29,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..contracts import Episode
 from ..errors import TraceError, UsageError
 from ..harness import Planner
-from ..harness.policies import describe, in_force
+from ..harness.policies import ShapesBatches, describe, in_force
 from ..memory import Embedder
 from ..policy_registry import registered
 from ..tasks import TaskSpec
@@ -461,7 +463,10 @@ async def run_ablation(
     for policy in chosen:
         off = without_policy(kit, policy)
         sub = trace_dir / f"without-{policy}" if trace_dir is not None else None
-        touched = [t for t in tasks if policy in base[t.id].acted]
+        # a policy that shapes batches changes the decoding grammar of every step it asks groups
+        # for, which no step records as an intervention: every task is rerun without it
+        shapes = issubclass(registered()[policy], ShapesBatches)
+        touched = [t for t in tasks if shapes or policy in base[t.id].acted]
         for task in touched:
             b = base[task.id]
             _, outcome = await run_task(task, planner_for(task, policy), mode="harness", kit=off, embedder=embedder,
@@ -469,10 +474,11 @@ async def run_ablation(
             rows.append(AblationRow(policy=policy, task_id=task.id, group=task.group, passed_with=b.success,
                                     passed_without=outcome.success, stop_with=b.stop_reason,
                                     stop_without=outcome.stop_reason, steps_with=b.steps, steps_without=outcome.steps,
-                                    acted_steps=b.acted[policy], trace_without=outcome.trace))
+                                    acted_steps=b.acted.get(policy, []), trace_without=outcome.trace))
             say(f"[without {policy}] {task.id}: {'PASS' if b.success else 'fail'} -> "
                 f"{'PASS' if outcome.success else 'fail'}")
-        for task in _untouched_sample(tasks, base, policy, verify_untouched, turn=chosen.index(policy)):
+        for task in [] if shapes else _untouched_sample(tasks, base, policy, verify_untouched,
+                                                         turn=chosen.index(policy)):
             episode, outcome = await run_task(task, planner_for(task, policy), mode="harness", kit=off,
                                               embedder=embedder, settings=settings, trace_dir=sub)
             checks.append(_untouched(policy, base[task.id], episode, outcome))

@@ -149,6 +149,20 @@ async def test_only_the_policies_asked_for_are_ablated(folder, kit) -> None:
     assert planners.calls[-1] == (CLARIFY, "asked_back") and len(planners.calls) == 4
 
 
+async def test_a_policy_that_shapes_batches_is_rerun_on_every_task(folder, kit) -> None:
+    """Its groups change the decoding grammar of every step, and no step records that."""
+    from pocketpilot.adapters.eta import PolicyEntry
+    from pocketpilot.evaluation.task_episode import HarnessKit
+
+    eta = kit.eta.model_copy(update={"policies": [*kit.eta.policies, PolicyEntry(name="reads_apart")]})
+    planners = Planners()
+    report = await run_ablation(_tasks(folder), planners, kit=HarnessKit(kit.library, eta=eta),
+                                policies=["reads_apart", "loop_guard"], verify_untouched=1)
+    assert [r.task_id for r in report.rows if r.policy == "reads_apart"] == [t.id for t in _tasks(folder)]
+    assert not [r for r in report.rows if r.policy == "loop_guard"]
+    assert [u.policy for u in report.untouched] == ["loop_guard"]  # nothing of reads_apart's is untouched
+
+
 def test_a_policy_left_out_is_left_out_of_the_set_the_session_runs(kit) -> None:
     off = without_policy(kit, "loop_guard")
     assert [p.name for p in off.eta.policies] == [p.name for p in kit.eta.policies if p.name != "loop_guard"]
