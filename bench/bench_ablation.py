@@ -18,8 +18,9 @@ run per task, then one run per (policy, task it acted on), plus N per policy to 
         --out /tmp/ablation.json --markdown /tmp/ablation.md
 
 ``--trace-dir`` keeps the baseline as ``pocketpilot bench --trace-dir`` does (``harness/`` and
-``outcomes.jsonl``), so a killed run, or another ablation of the same tasks, can start from it:
-``--from-traces /tmp/ablation_traces`` with the same selection. A ``pocketpilot bench`` folder
+``outcomes.jsonl``) and each rerun's row in ``ablation.jsonl``, all written as they finish: the
+same command with ``--resume`` goes on where a killed run stopped, and another ablation of the
+same tasks can start from the baseline (``--from-traces /tmp/ablation_traces``, same selection). A ``pocketpilot bench`` folder
 serves too when its traces were written after steps recorded their interventions and under this
 η's policy set (anything else is refused); run it with the same planner flags, or the reruns are
 not paired with it. The JSON's ``ablation`` key is the ``{policy: cost}`` mapping evolve reads:
@@ -71,7 +72,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="the baseline from a bench --trace-dir folder (outcomes.jsonl and harness/ traces)")
     ap.add_argument("--verify-untouched", type=int, default=0, metavar="N",
                     help="per policy, rerun N tasks it never acted on without it and compare the actions")
-    ap.add_argument("--trace-dir", type=Path, default=None, help="traces: harness/ (the baseline), without-<policy>/")
+    ap.add_argument("--trace-dir", type=Path, default=None,
+                    help="traces: harness/ and outcomes.jsonl (the baseline), without-<policy>/ and ablation.jsonl")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep what --trace-dir holds from an earlier, interrupted run (baseline and reruns)")
     ap.add_argument("--out", type=Path, default=None, help="the JSON report")
     ap.add_argument("--markdown", type=Path, default=None, help="the Markdown table")
     ap.add_argument("--model", default="default", help="catalogue name or .gguf path")
@@ -139,7 +143,11 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
                              directory=args.tasks)
         kit = kit if kit is not None else load_harness_kit()
         policies = check_policies([p.strip() for p in args.policies.split(",") if p.strip()], kit)
+        if args.resume and args.trace_dir is None:
+            raise UsageError("--resume needs --trace-dir (where the earlier run's outcomes are)")
         baseline = baseline_from_traces(args.from_traces, tasks, kit) if args.from_traces else None
+        if args.resume and baseline is None:
+            baseline = baseline_from_traces(args.trace_dir, tasks, kit, partial=True)
     except PocketPilotError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
@@ -159,7 +167,8 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
         try:
             report = await run_ablation(tasks, planner_for or (lambda task, off: planner), kit=kit, policies=policies,
                                         baseline=baseline, verify_untouched=args.verify_untouched, embedder=embedder,
-                                        trace_dir=args.trace_dir, split=args.split, on_event=_say)
+                                        trace_dir=args.trace_dir, resume=args.resume, split=args.split,
+                                        on_event=_say)
         finally:
             if planner is not None:
                 await planner.aclose()

@@ -40,6 +40,7 @@ from .compare import TaskOutcome, run_task
 from .task_episode import HarnessKit, RunSettings
 
 __all__ = [
+    "ABLATION_LOG",
     "ABLATION_SCHEMA",
     "AblationReport",
     "AblationRow",
@@ -330,29 +331,31 @@ def _records_interventions(path: Path) -> bool:
     return True
 
 
-def baseline_from_traces(directory: str | Path, tasks: Sequence[TaskSpec], kit: HarnessKit) -> dict[str, Baseline]:
+def baseline_from_traces(directory: str | Path, tasks: Sequence[TaskSpec], kit: HarnessKit, *,
+                         partial: bool = False) -> dict[str, Baseline]:
     """The baseline of ``tasks`` from a ``pocketpilot bench --trace-dir DIR`` run (harness mode).
 
     Reads ``DIR/outcomes.jsonl`` and each outcome's trace, and refuses what would make the
-    ablation inexact: a task missing or changed since it ran, a trace written before steps
-    recorded their interventions, or a run under another policy set than ``kit``'s η names.
+    ablation inexact: a task missing (unless ``partial``: a resumed run makes the rest) or
+    changed since it ran, a trace written before steps recorded their interventions, or a run
+    under another policy set than ``kit``'s η names.
 
     Raises:
         UsageError: any of those, with the first task it concerns.
     """
     root = Path(directory)
     done = {k[0]: o for k, o in OutcomeLog(root).load().items() if k[1] == "harness"}
-    if not done:
+    if not done and not partial:
         raise UsageError(f"{root}: no harness outcomes (outcomes.jsonl of `pocketpilot bench --trace-dir`)")
     missing = [t.id for t in tasks if t.id not in done]
-    if missing:
+    if missing and not partial:
         raise UsageError(f"{root}: {len(missing)} selected task(s) never ran there, e.g. {missing[0]}; "
                          "select the tasks that bench ran")
     want = _set_of(kit)
     from ..tracing.trace import read_trace
 
     out: dict[str, Baseline] = {}
-    for task in tasks:
+    for task in [t for t in tasks if t.id in done]:
         outcome = done[task.id]
         if outcome.task_digest and outcome.task_digest != task.digest():
             raise UsageError(f"{task.id} changed since it ran in {root}: run the baseline again")
@@ -408,6 +411,39 @@ def _untouched_sample(tasks: Sequence[TaskSpec], base: Mapping[str, Baseline], p
     return (free[start:] + free[:start])[:k]
 
 
+ABLATION_LOG = "ablation.jsonl"
+"""The reruns of an ablation with a trace folder, one JSON line each as it finishes (what ``resume`` reads)."""
+
+
+def _journal(path: Path | None) -> tuple[dict[tuple[str, str], AblationRow], dict[tuple[str, str], Untouched]]:
+    """The reruns an earlier run of the folder recorded, by (policy, task); the last of each wins."""
+    rows: dict[tuple[str, str], AblationRow] = {}
+    checks: dict[tuple[str, str], Untouched] = {}
+    if path is None or not path.exists():
+        return rows, checks
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+            if record.pop("type", None) == "row":
+                row = AblationRow.model_validate(record)
+                rows[(row.policy, row.task_id)] = row
+            else:
+                check = Untouched.model_validate(record)
+                checks[(check.policy, check.task_id)] = check
+        except (json.JSONDecodeError, ValueError, AttributeError):
+            continue  # a line torn by a kill: that rerun runs again
+    return rows, checks
+
+
+def _record(path: Path | None, kind: str, item: BaseModel) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": kind, **item.model_dump(mode="json")}) + "\n")
+        fh.flush()
+
+
 async def run_ablation(
     tasks: Sequence[TaskSpec],
     planner_for: PlannerFor,
@@ -419,6 +455,7 @@ async def run_ablation(
     embedder: Embedder | None = None,
     settings: RunSettings | None = None,
     trace_dir: Path | None = None,
+    resume: bool = False,
     split: str | None = None,
     on_event: Callable[[str], None] | None = None,
 ) -> AblationReport:
@@ -435,7 +472,10 @@ async def run_ablation(
         embedder: The memory stores' vectors (as the bench's harness mode).
         settings: The caller's settings over each task's own.
         trace_dir: Traces: the baseline under ``harness/`` with ``outcomes.jsonl`` (so the folder
-            serves as ``baseline`` later), the reruns under ``without-<policy>/``.
+            serves as ``baseline`` later), the reruns under ``without-<policy>/`` and their rows in
+            ``ablation.jsonl``, each written as it finishes.
+        resume: Keep the reruns ``trace_dir``'s ``ablation.jsonl`` holds (pass its baseline as
+            ``baseline`` too: :func:`baseline_from_traces` with ``partial``).
         split: For the report.
         on_event: Told one line per run.
 
@@ -448,6 +488,8 @@ async def run_ablation(
     say = on_event or (lambda line: None)
     base: dict[str, Baseline] = dict(baseline or {})
     log = OutcomeLog(trace_dir) if trace_dir is not None else None
+    journal = trace_dir / ABLATION_LOG if trace_dir is not None else None
+    kept_rows, kept_checks = _journal(journal) if resume else ({}, {})
     for i, task in enumerate(tasks):
         if task.id in base:
             continue
@@ -469,19 +511,27 @@ async def run_ablation(
         touched = [t for t in tasks if shapes or policy in base[t.id].acted]
         for task in touched:
             b = base[task.id]
+            if (policy, task.id) in kept_rows:
+                rows.append(kept_rows[(policy, task.id)])
+                continue
             _, outcome = await run_task(task, planner_for(task, policy), mode="harness", kit=off, embedder=embedder,
                                         settings=settings, trace_dir=sub)
             rows.append(AblationRow(policy=policy, task_id=task.id, group=task.group, passed_with=b.success,
                                     passed_without=outcome.success, stop_with=b.stop_reason,
                                     stop_without=outcome.stop_reason, steps_with=b.steps, steps_without=outcome.steps,
                                     acted_steps=b.acted.get(policy, []), trace_without=outcome.trace))
+            _record(journal, "row", rows[-1])
             say(f"[without {policy}] {task.id}: {'PASS' if b.success else 'fail'} -> "
                 f"{'PASS' if outcome.success else 'fail'}")
         for task in [] if shapes else _untouched_sample(tasks, base, policy, verify_untouched,
                                                          turn=chosen.index(policy)):
+            if (policy, task.id) in kept_checks:
+                checks.append(kept_checks[(policy, task.id)])
+                continue
             episode, outcome = await run_task(task, planner_for(task, policy), mode="harness", kit=off,
                                               embedder=embedder, settings=settings, trace_dir=sub)
             checks.append(_untouched(policy, base[task.id], episode, outcome))
+            _record(journal, "untouched", checks[-1])
             say(f"[untouched without {policy}] {task.id}: {checks[-1].detail}")
     return AblationReport(split=split, policies=chosen, baseline=[base[t.id] for t in tasks], rows=rows,
                           untouched=checks)

@@ -264,6 +264,34 @@ def test_the_script_runs_writes_its_files_and_starts_again_from_its_traces(bench
     assert redo["ablation"] == data["ablation"] and redo["baseline"] == data["baseline"]
 
 
+class Dying(Planners):
+    """Planners whose ``at``-th run is never made: the process dies there, as a kill would."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def __call__(self, task, off):  # type: ignore[no-untyped-def]
+        if len(self.calls) + 1 == self.at:
+            raise KeyboardInterrupt
+        return super().__call__(task, off)
+
+
+def test_a_killed_run_resumes_where_it_stopped(bench, folder, kit, tmp_path) -> None:
+    traces, out = tmp_path / "traces", tmp_path / "a.json"
+    argv = ["--tasks", str(folder), "--trace-dir", str(traces), "--out", str(out)]
+    with pytest.raises(KeyboardInterrupt):  # in the baseline's second task
+        bench.main(argv, planner_for=Dying(2), kit=kit)
+    with pytest.raises(KeyboardInterrupt):  # resumed, then killed again at the second rerun
+        bench.main([*argv, "--resume"], planner_for=Dying(4), kit=kit)
+    last = Planners()
+    assert bench.main([*argv, "--resume"], planner_for=last, kit=kit) == 0
+    assert last.calls == [(CLARIFY, "asked_back")]  # all that was left
+    assert json.loads(out.read_text())["ablation"] == {n: {"send_back": -1, "asked_back": 1}.get(n, 0)
+                                                       for n in ablatable(kit)}
+    assert bench.main(argv[:2] + ["--resume"], planner_for=Planners(), kit=kit) == 2  # nowhere to resume from
+
+
 def _strip_interventions(path: Path) -> None:
     lines = []
     for line in path.read_text().splitlines():
