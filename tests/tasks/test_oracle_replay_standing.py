@@ -1,9 +1,11 @@
 """Standing check: 0 golden paths blocked. Every oracle, replayed by a scripted planner through
 the harness (and bare), passes; and the check itself catches a path the harness blocks.
 
-The bundled hand-written suite is replayed whole in the fast tier; the generated suite as a
-stratified sample there (every tenth task of each group and split, plus the oracles that were
-once blocked) and whole under ``slow`` (about 1,150 tasks, both modes: a minute or two).
+The bundled hand-written suite is replayed whole in the fast tier: bare here, harness in
+``tests/harness/test_task_runs.py`` (the same run, the same pass rule, one test per task). The
+generated suite is replayed as a stratified sample there (every fortieth task of each group and
+split, so every cell, plus the oracles that were once blocked) and whole under ``slow`` (about
+1,150 tasks, both modes: a minute or two).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def kit():
     return load_harness_kit()
 
 
-def _stratified(tasks, every: int = 10):
+def _stratified(tasks, every: int = 40):
     cells = defaultdict(list)
     for task in sorted(tasks, key=lambda t: t.id):
         cells[(task.group, task.split)].append(task)
@@ -41,14 +43,17 @@ def _stratified(tasks, every: int = 10):
     return picked + [t for t in tasks if t.id in ONCE_BLOCKED and t not in picked]
 
 
-async def test_every_bundled_oracle_passes_through_the_harness_and_bare(kit) -> None:
-    blocked = await replay_oracles(load_suite(), modes=BOTH, kit=kit)
+async def test_every_bundled_oracle_passes_bare(kit) -> None:
+    blocked = await replay_oracles(load_suite(), modes=("bare",), kit=kit)
     assert blocked == [], "\n".join(b.line() for b in blocked)
 
 
 async def test_a_stratified_sample_of_generated_oracles_passes(kit) -> None:
-    sample = _stratified(load_generated_suite())
-    assert len(sample) >= 100 and {t.group for t in sample} == {"tool_use", "memory", "skills", "subagent"}
+    suite = load_generated_suite()
+    sample = _stratified(suite)
+    assert {(t.group, t.split) for t in sample} == {(t.group, t.split) for t in suite}
+    assert {t.group for t in sample} == {"tool_use", "memory", "skills", "subagent"}
+    assert ONCE_BLOCKED <= {t.id for t in sample}
     blocked = await replay_oracles(sample, modes=BOTH, kit=kit)
     assert blocked == [], "\n".join(b.line() for b in blocked)
 

@@ -15,9 +15,14 @@ from pocketpilot.tasks.run import prepare
 from pocketpilot.tasks.spec import TaskSpec
 
 SUITE = load_suite()
+FAST = {next(t.id for t in SUITE if (t.capability, t.group) == cell)
+        for cell in dict.fromkeys((t.capability, t.group) for t in SUITE)} | {t.id for t in SUITE if t.world}
+"""One task of each capability and group (and the task on a world of its own) in the fast tier;
+every task under ``slow``: the audit is a property of the suite's data, which a code change rarely moves."""
 
 
-@pytest.mark.parametrize("task", SUITE, ids=[t.id for t in SUITE])
+@pytest.mark.parametrize("task", [pytest.param(t, id=t.id, marks=() if t.id in FAST else pytest.mark.slow)
+                                  for t in SUITE])
 async def test_every_bundled_task_measures_something(task: TaskSpec) -> None:
     report = await audit_task(task)
     assert report.vacuous == [], "mark a criterion meant to hold at the start `already_true: true`"
