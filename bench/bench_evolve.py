@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,108 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "pocketpilot"]
 
-KENNEL = '''
-"""A dog-boarding team's kennel app, written outside pocketpilot."""
-
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
-
-from pocketpilot.errors import ToolFailure
-from pocketpilot.executor.tools import tool
-
-
-class Booking(BaseModel):
-    id: str
-    title: str
-    body: str = ""
-
-
-class KennelState(BaseModel):
-    heating: bool = False
-    feeding: Literal["off", "morning", "twice"] = "morning"
-    bookings: list[Booking] = Field(default_factory=list)
-    messages: list[str] = Field(default_factory=list)
-    next_id: int = 1
-
-
-class Kennel:
-    """Heating, the feeding plan, bookings and messages to owners."""
-
-    name = "kennel"
-
-    def __init__(self, state: KennelState) -> None:
-        self.state = state
-
-    @tool(effect="read", idempotent=True)
-    async def kennel_status(self) -> dict[str, Any]:
-        """Read the heating, the feeding plan and the bookings."""
-        return {"heating": self.state.heating, "feeding": self.state.feeding,
-                "bookings": [b.model_dump() for b in self.state.bookings]}
-
-    @tool(effect="setting", setting="heating", idempotent=True)
-    async def set_heating(self, on: bool) -> dict[str, Any]:
-        """Switch the kennel heating on or off.
-
-        Args:
-            on: True for on.
-        """
-        self.state.heating = on
-        return {"heating": on}
-
-    @tool(effect="setting", setting="feeding", idempotent=True)
-    async def set_feeding(self, plan: Literal["off", "morning", "twice"]) -> dict[str, Any]:
-        """Set the feeding plan.
-
-        Args:
-            plan: off, morning or twice.
-        """
-        self.state.feeding = plan
-        return {"feeding": plan}
-
-    @tool(effect="create", name_arg="title", idempotent=False)
-    async def book_stay(self, title: str = Field(min_length=1), body: str = "") -> dict[str, Any]:
-        """Book a stay and return its id.
-
-        Args:
-            title: The dog's name.
-            body: Notes for the staff.
-        """
-        booking = Booking(id=f"stay-{self.state.next_id}", title=title, body=body)
-        self.state.bookings = [*self.state.bookings, booking]
-        self.state.next_id += 1
-        return {"id": booking.id}
-
-    @tool(effect="send", destructive=True, open_world=True)
-    async def message_owner(self, text: str = Field(min_length=1, max_length=500)) -> dict[str, Any]:
-        """Send a message to the dog owners.
-
-        Args:
-            text: What it says.
-        """
-        self.state.messages = [*self.state.messages, text]
-        return {"sent": len(self.state.messages)}
-
-    @tool(effect="delete", destructive=True, id_arg="stay_id", idempotent=True)
-    async def cancel_stay(self, stay_id: str) -> dict[str, Any]:
-        """Cancel a stay by id.
-
-        Args:
-            stay_id: The stay id.
-        """
-        if not any(b.id == stay_id for b in self.state.bookings):
-            raise ToolFailure("not_found", f"no stay {stay_id!r}")
-        self.state.bookings = [b for b in self.state.bookings if b.id != stay_id]
-        return {"cancelled": stay_id}
-
-
-WORLD = {
-    "apps": ["kennel_app:Kennel"],
-    "state_model": "kennel_app:KennelState",
-    "initial_state": {"bookings": [{"id": "stay-1", "title": "Rex", "body": "two nights"}], "next_id": 2},
-    "sandbox": False,
-}
-'''
+KENNEL = Path(__file__).resolve().parent / "kennel_app.py"
+"""The team's tool module (shared with the evolve tests), copied outside the project for each run."""
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
@@ -168,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     outside = Path(tempfile.gettempdir()) / "pocketpilot-evolve-team"  # outside the project, kept for a resume
     module_dir, tasks = outside / "module", outside / "tasks"
     module_dir.mkdir(parents=True, exist_ok=True)
-    (module_dir / "kennel_app.py").write_text(KENNEL, encoding="utf-8")
+    shutil.copyfile(KENNEL, module_dir / "kennel_app.py")
     if not (tasks / "MANIFEST.yml").exists():
         env = {**os.environ, "PYTHONPATH": str(module_dir)}
         _run([*CLI, "tasks", "generate", "--world", "kennel_app:WORLD", "--count", "200", "--seed", "1",
               "--prefix", "kennel-", "--out", str(tasks)], env=env)
-        (tasks / "kennel_app.py").write_text(KENNEL, encoding="utf-8")  # the folder a team hands over
+        shutil.copyfile(KENNEL, tasks / "kennel_app.py")  # the folder a team hands over
     _evolve(tasks, out, args, 2)
     return 0
 

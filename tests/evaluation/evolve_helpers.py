@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -20,107 +21,8 @@ from pocketpilot.evaluation.evolve_state import Candidate, EvolveSettings
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import TaskSpec, oracle_actions
 
-GREENHOUSE = '''
-"""A team's greenhouse app, written outside pocketpilot."""
-
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
-
-from pocketpilot.errors import ToolFailure
-from pocketpilot.executor.tools import tool
-
-
-class Tray(BaseModel):
-    id: str
-    title: str
-    body: str = ""
-
-
-class GreenState(BaseModel):
-    heater: bool = False
-    vent: Literal["closed", "half", "open"] = "closed"
-    trays: list[Tray] = Field(default_factory=list)
-    alerts: list[str] = Field(default_factory=list)
-    next_id: int = 1
-
-
-class Greenhouse:
-    """A heater, a vent and seed trays."""
-
-    name = "greenhouse"
-
-    def __init__(self, state: GreenState) -> None:
-        self.state = state
-
-    @tool(effect="read", idempotent=True)
-    async def greenhouse_status(self) -> dict[str, Any]:
-        """Read the heater, the vent and how many trays there are."""
-        return {"heater": self.state.heater, "vent": self.state.vent, "trays": len(self.state.trays)}
-
-    @tool(effect="setting", setting="heater", idempotent=True)
-    async def set_heater(self, on: bool) -> dict[str, Any]:
-        """Switch the heater on or off.
-
-        Args:
-            on: True for on.
-        """
-        self.state.heater = on
-        return {"heater": on}
-
-    @tool(effect="setting", setting="vent", idempotent=True)
-    async def set_vent(self, position: Literal["closed", "half", "open"]) -> dict[str, Any]:
-        """Move the vent.
-
-        Args:
-            position: closed, half or open.
-        """
-        self.state.vent = position
-        return {"vent": position}
-
-    @tool(effect="create", name_arg="title", idempotent=False)
-    async def add_tray(self, title: str = Field(min_length=1), body: str = "") -> dict[str, Any]:
-        """Add a seed tray and return its id.
-
-        Args:
-            title: What is sown.
-            body: Notes.
-        """
-        tray = Tray(id=f"tray-{self.state.next_id}", title=title, body=body)
-        self.state.trays = [*self.state.trays, tray]
-        self.state.next_id += 1
-        return {"id": tray.id}
-
-    @tool(effect="send", destructive=True, open_world=True)
-    async def alert_staff(self, text: str = Field(min_length=1, max_length=500)) -> dict[str, Any]:
-        """Send an alert to the staff.
-
-        Args:
-            text: What it says.
-        """
-        self.state.alerts = [*self.state.alerts, text]
-        return {"sent": len(self.state.alerts)}
-
-    @tool(effect="delete", destructive=True, id_arg="tray_id", idempotent=True)
-    async def remove_tray(self, tray_id: str) -> dict[str, Any]:
-        """Remove a tray by id.
-
-        Args:
-            tray_id: The tray id.
-        """
-        if not any(t.id == tray_id for t in self.state.trays):
-            raise ToolFailure("not_found", f"no tray {tray_id!r}")
-        self.state.trays = [t for t in self.state.trays if t.id != tray_id]
-        return {"deleted": tray_id}
-
-
-WORLD = {
-    "apps": ["greenhouse_app:Greenhouse"],
-    "state_model": "greenhouse_app:GreenState",
-    "initial_state": {"trays": [{"id": "tray-1", "title": "Basil", "body": "sown in May"}], "next_id": 2},
-    "sandbox": False,
-}
-'''
+TEAM_MODULE = Path(__file__).resolve().parents[2] / "bench" / "kennel_app.py"
+"""The team's tool module: the one bench/bench_evolve.py measures, a file outside the package."""
 
 HELP_NOTE = "evolve-test.help"
 
@@ -128,8 +30,8 @@ HELP_NOTE = "evolve-test.help"
 def write_tool_module(folder: Path) -> Path:
     """The team's tool module, as a file of its own in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "greenhouse_app.py"
-    path.write_text(GREENHOUSE, encoding="utf-8")
+    path = folder / TEAM_MODULE.name
+    shutil.copyfile(TEAM_MODULE, path)
     return path
 
 

@@ -1,6 +1,6 @@
 """What ``pocketpilot evolve`` learns besides revisions: harmful experience is evicted, evolve successes are distilled.
 
-Scripted planners on the greenhouse world (a tool module written outside the project, tasks
+Scripted planners on the kennel world (a tool module written outside the project, tasks
 made by ``tasks generate``): a planner's behaviour depends only on the η it is given, so every
 figure here is exact.
 """
@@ -36,8 +36,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import evolve_helpers as h  # noqa: E402
 
-STATUS = [WorkflowCall(tool="greenhouse_status", check=True)]
-MISLEADING = ExperienceEntry(id=entry_id(STATUS), request="Look at the greenhouse heater, vent and trays",
+STATUS = [WorkflowCall(tool="kennel_status", check=True)]
+MISLEADING = ExperienceEntry(id=entry_id(STATUS), request="Look at the kennel heating, feeding plan and bookings",
                              calls=STATUS, provenance=["seed-episode"])
 
 
@@ -85,10 +85,10 @@ def _loop(out: Path, tasks: Path, planners: object, *, base: Eta, proposer: obje
     return EvolveLoop(out, s, planners, base_eta=base, proposer=proposer, distiller=distiller, auto_approve=True)
 
 
-def test_an_entry_that_measures_as_harmful_is_evicted_by_a_revision(greenhouse_tasks: Path, tmp_path: Path) -> None:
+def test_an_entry_that_measures_as_harmful_is_evicted_by_a_revision(team_tasks: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     base = h.base_eta().model_copy(update={"experience": [MISLEADING]})
-    asyncio.run(_loop(out, greenhouse_tasks, MisledPlanners(), base=base, proposer=NoProposer(),
+    asyncio.run(_loop(out, team_tasks, MisledPlanners(), base=base, proposer=NoProposer(),
                       distiller=NoDistiller()).run(1))
     d = out / "iter-01"
     harm = Harm.model_validate_json((d / "harm.json").read_text())
@@ -113,7 +113,7 @@ def test_an_entry_that_measures_as_harmful_is_evicted_by_a_revision(greenhouse_t
 
     # under the threshold the harm is recorded and nothing is proposed: the entry stays
     kept = tmp_path / "kept"
-    asyncio.run(_loop(kept, greenhouse_tasks, MisledPlanners(), base=base, proposer=NoProposer(),
+    asyncio.run(_loop(kept, team_tasks, MisledPlanners(), base=base, proposer=NoProposer(),
                       distiller=NoDistiller(), evict_threshold=len(harmed) + 1).run(1))
     harm = Harm.model_validate_json((kept / "iter-01" / "harm.json").read_text())
     assert harm.harmed[MISLEADING.id] == harmed and harm.candidates == []
@@ -135,10 +135,10 @@ def test_the_attribution_rule_pairs_tasks_and_accumulates_over_iterations() -> N
     assert accumulate(earlier, {}, ["exp-bbbb"]) == {"exp-bbbb": 1}
 
 
-def test_evictions_need_the_threshold_and_new_harm(greenhouse_tasks: Path) -> None:
-    other = MISLEADING.model_copy(update={"id": "exp-other0000", "request": "Add a seed tray",
-                                          "calls": [WorkflowCall(tool="add_tray")]})
-    eta = with_world_tools(h.base_eta(), load_split_tasks(greenhouse_tasks, ["dev"])["dev"])
+def test_evictions_need_the_threshold_and_new_harm(team_tasks: Path) -> None:
+    other = MISLEADING.model_copy(update={"id": "exp-other0000", "request": "Book a stay",
+                                          "calls": [WorkflowCall(tool="book_stay")]})
+    eta = with_world_tools(h.base_eta(), load_split_tasks(team_tasks, ["dev"])["dev"])
     eta = eta.model_copy(update={"experience": [MISLEADING, other]})
     made = evictions(eta, {MISLEADING.id: 2, other.id: 3}, {MISLEADING.id: ["t1"]}, 2, 3)
     assert [c.revision.ops for c in made] == [[EvictExperience(entry_id=MISLEADING.id)]]  # other: no new harm
@@ -165,10 +165,10 @@ class LearnsFromExamples:
         return ScriptedPlanner(oracle_actions(task) if knows else [Finish(summary="Done.")])
 
 
-def test_evolve_successes_are_distilled_and_the_test_split_is_never_opened(greenhouse_tasks: Path,
+def test_evolve_successes_are_distilled_and_the_test_split_is_never_opened(team_tasks: Path,
                                                                            tmp_path: Path) -> None:
-    index = yaml.safe_load((greenhouse_tasks / "MANIFEST.yml").read_text())["splits"]
-    test_files = {str((greenhouse_tasks / f"{t}.yaml").resolve()) for t in index["test"]}
+    index = yaml.safe_load((team_tasks / "MANIFEST.yml").read_text())["splits"]
+    test_files = {str((team_tasks / f"{t}.yaml").resolve()) for t in index["test"]}
     opened: list[str] = []
     listening = [True]
 
@@ -180,7 +180,7 @@ def test_evolve_successes_are_distilled_and_the_test_split_is_never_opened(green
     proposer = ExperienceProposer()
     sys.addaudithook(hook)  # it cannot be removed: it does nothing once the run is over
     try:
-        result = asyncio.run(_loop(out, greenhouse_tasks, LearnsFromExamples(), base=h.base_eta(), proposer=proposer,
+        result = asyncio.run(_loop(out, team_tasks, LearnsFromExamples(), base=h.base_eta(), proposer=proposer,
                                    distiller=ExperienceDistiller()).run(2))
     finally:
         listening[0] = False
@@ -207,7 +207,7 @@ def test_evolve_successes_are_distilled_and_the_test_split_is_never_opened(green
     assert decision.accepted and decision.revision is not None
 
 
-def test_the_cli_flags_set_the_threshold_and_the_pairing(greenhouse_tasks: Path, tmp_path: Path,
+def test_the_cli_flags_set_the_threshold_and_the_pairing(team_tasks: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     import pocketpilot.cli.evolve as command
 
@@ -220,7 +220,7 @@ def test_the_cli_flags_set_the_threshold_and_the_pairing(greenhouse_tasks: Path,
 
     save_eta(load_harness_kit().eta.model_copy(update={"experience": [MISLEADING]}), eta_file)
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["evolve", "--tasks", str(greenhouse_tasks), "--out", str(out), "--eta",
+    result = CliRunner().invoke(cli, ["evolve", "--tasks", str(team_tasks), "--out", str(out), "--eta",
                                       str(eta_file), "--dev-sample", "2", "--evolve-sample", "10", "--seed", "2",
                                       "--no-embedder", "--auto-approve", "--evict-threshold", "3",
                                       "--harm-pairing", "previous"])

@@ -82,25 +82,25 @@ def test_a_second_process_is_refused_and_a_killed_holders_lock_is_taken_over(
 
 
 def test_evolve_on_a_folder_in_use_is_one_line_exit_2_and_loses_nothing(
-        greenhouse_tasks: Path, tmp_path: Path, holder_of: list[Holder]) -> None:
+        team_tasks: Path, tmp_path: Path, holder_of: list[Holder]) -> None:
     out = tmp_path / "out"
-    asyncio.run(h.make_loop(out, greenhouse_tasks, h.OraclePlanners()).run(1))
+    asyncio.run(h.make_loop(out, team_tasks, h.OraclePlanners()).run(1))
     approved = sorted((out / "eta.json.revisions" / "approved").iterdir())
     assert approved  # iteration 1 accepted something
     keep = {p: p.read_bytes() for p in [out / "eta.json", *approved, out / "report.md"]}
     holder = Holder(out)
     holder_of.append(holder)
-    args = ["evolve", "--tasks", str(greenhouse_tasks), "--out", str(out), "--iterations", "2", "--seed", "1",
+    args = ["evolve", "--tasks", str(team_tasks), "--out", str(out), "--iterations", "2", "--seed", "1",
             "--dev-sample", "6", "--evolve-sample", "6", "--no-embedder", "--auto-approve"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2 and f"pid {holder.pid}" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
     with pytest.raises(FolderLockedError):
-        asyncio.run(h.make_loop(out, greenhouse_tasks, h.OraclePlanners()).run(2))
+        asyncio.run(h.make_loop(out, team_tasks, h.OraclePlanners()).run(2))
     assert {p: p.read_bytes() for p in keep} == keep and not (out / "iter-02").exists()
     holder.kill()
     lines: list[str] = []
-    settings = EvolveSettings(tasks_dir=str(greenhouse_tasks), dev_sample=6, evolve_sample=6, seed=1)
+    settings = EvolveSettings(tasks_dir=str(team_tasks), dev_sample=6, evolve_sample=6, seed=1)
     loop = EvolveLoop(out, settings, h.OraclePlanners(), base_eta=h.base_eta(), proposer=h.HelpNoteProposer(),
                       distiller=NoDistiller(), auto_approve=True, on_event=lines.append)
     assert asyncio.run(loop.run(2)).iterations_done == 2

@@ -20,23 +20,23 @@ from pocketpilot.tasks.validate import validate_task
 def test_a_world_loads_from_a_reference_or_a_file(tmp_path) -> None:
     world = load_gen_world("tiny_world:FULL_WORLD")
     assert isinstance(world, UserGenWorld)
-    assert {t.name for t in world.tools()} == {"home_status", "switch_lamp", "fan_speed", "add_item", "notify",
-                                               "drop_item", "home_clock", "sprinkler"}
-    assert world.app_of("switch_lamp") == "home" and world.domains(["sprinkler", "home_clock"]) == []
+    assert {t.name for t in world.tools()} == {"kennel_status", "set_heating", "set_feeding", "book_stay",
+                                               "message_owner", "cancel_stay", "home_clock", "sprinkler"}
+    assert world.app_of("set_heating") == "kennel" and world.domains(["sprinkler", "home_clock"]) == []
     path = tmp_path / "world.yaml"
     path.write_text(yaml.safe_dump({"world": tiny_world.WORLD}))
-    assert {t.name for t in load_gen_world(str(path)).tools()} >= {"switch_lamp"}
+    assert {t.name for t in load_gen_world(str(path)).tools()} >= {"set_heating"}
     with pytest.raises(WorldError, match="cannot import"):
         load_gen_world("no_such_module_here:WORLD")
     with pytest.raises(WorldError):
-        UserGenWorld(WorldSpec(apps=["tiny_world:HomeApp"], state_model="tiny_world:HomeApp"))
+        UserGenWorld(WorldSpec(apps=["kennel_app:Kennel"], state_model="kennel_app:Kennel"))
 
 
 async def test_tasks_on_a_user_world_carry_its_world_section_and_pass_the_loader_and_audit(tmp_path) -> None:
     world = load_gen_world("tiny_world:FULL_WORLD")
     wanted = ["setting-bool", "setting-value", "create-record", "update-record", "multi-two", "mem-recall",
               "precond-create-first", "handoff-id", "cond-true"]
-    gen = await generate_async(world, count=36, seed=2, prefix="home-", only=wanted)
+    gen = await generate_async(world, count=36, seed=2, prefix="kennel-", only=wanted)
     made = {t for t, n in gen.per_template.items() if n > 0}
     assert made == set(wanted), gen.per_template
     for task in gen.tasks:
@@ -46,6 +46,7 @@ async def test_tasks_on_a_user_world_carry_its_world_section_and_pass_the_loader
         assert set(task["tools"]) <= {t.name for t in world.tools()}
     write_tasks(gen, tmp_path)
     shutil.copy(tiny_world.__file__, tmp_path / "tiny_world.py")  # a folder an app team hands over
+    shutil.copy(tiny_world.TEAM_MODULE, tmp_path / tiny_world.TEAM_MODULE.name)
     loaded = load_suite(directory=tmp_path)  # the normal loader builds each task's own world
     assert sorted(t.id for t in loaded) == sorted(t["id"] for t in gen.tasks)
     for task in loaded[:6]:
@@ -56,15 +57,15 @@ async def test_tasks_on_a_user_world_carry_its_world_section_and_pass_the_loader
 async def test_validation_on_a_user_world_catches_a_task_that_measures_nothing() -> None:
     world = load_gen_world("tiny_world:WORLD")
     task = {
-        "id": "home-lamp", "goal": "Turn the lamp on.", "capability": "single_tool", "split": "dev",
-        "tools": ["switch_lamp"], "world": tiny_world.WORLD, "domains": ["home"],
-        "criteria": [{"kind": "state", "path": "lamp", "equals": True}, {"kind": "unchanged", "allow": ["lamp"]}],
-        "oracle": [{"call": "switch_lamp", "args": {"on": True}}, {"finish": "On."}],
+        "id": "kennel-heating", "goal": "Switch the kennel heating on.", "capability": "single_tool", "split": "dev",
+        "tools": ["set_heating"], "world": tiny_world.WORLD, "domains": ["kennel"],
+        "criteria": [{"kind": "state", "path": "heating", "equals": True}, {"kind": "unchanged", "allow": ["heating"]}],
+        "oracle": [{"call": "set_heating", "args": {"on": True}}, {"finish": "On."}],
     }
     assert await validate_task(world, task) is None
-    assert await validate_task(world, task | {"oracle": [{"call": "switch_lamp", "args": {"on": False}},
+    assert await validate_task(world, task | {"oracle": [{"call": "set_heating", "args": {"on": False}},
                                                          {"finish": "On."}]}) == "oracle_fails"
-    assert await validate_task(world, task | {"criteria": [{"kind": "state", "path": "fan", "equals": "off"}]}) \
+    assert await validate_task(world, task | {"criteria": [{"kind": "state", "path": "feeding", "equals": "morning"}]}) \
         == "vacuous"
-    assert await validate_task(world, task | {"criteria": [{"kind": "unchanged", "allow": ["lamp"]}]}) \
+    assert await validate_task(world, task | {"criteria": [{"kind": "unchanged", "allow": ["heating"]}]}) \
         == "do_nothing_passes"
