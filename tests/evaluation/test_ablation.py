@@ -9,13 +9,12 @@ greedy model does: sent back, they take their second script.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from bench_scripts import bench_script
 
 from pocketpilot.errors import UsageError
 from pocketpilot.evaluation.ablation import (
@@ -38,7 +37,6 @@ from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import load_suite, oracle_actions
 
 DATA = Path(__file__).resolve().parents[2] / "pocketpilot" / "tasks" / "data"
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_ablation.py"
 EARBUDS, CLARIFY, PLAIN = "earbuds-noise-cancelling", "clarify-text-him", "launcher-open-spotify"
 
 
@@ -104,14 +102,8 @@ def kit():
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_ablation", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_ablation"] = module
-    try:
-        spec.loader.exec_module(module)
+    with bench_script("bench_ablation") as module:
         yield module
-    finally:
-        sys.modules.pop("bench_ablation", None)
 
 
 def _tasks(folder: Path):

@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import oracle_actions
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_history.py"
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_history", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_history"] = module
-    try:
-        spec.loader.exec_module(module)
+    with bench_script("bench_history") as module:
         yield module
-    finally:
-        sys.modules.pop("bench_history", None)
 
 
 def test_token_f1_is_squad_style_and_takes_the_best_form(bench) -> None:

@@ -3,30 +3,20 @@ the sample that ran in both modes, as they are now, each counted under the templ
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from argparse import Namespace
-from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 
 from pocketpilot.evaluation.bench_runs import OutcomeLog
 from pocketpilot.evaluation.compare import TaskOutcome
 from pocketpilot.tasks.template import load_templates
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_calibration.py"
-
 
 @pytest.fixture(scope="module")
 def calibration():
-    spec = importlib.util.spec_from_file_location("bench_calibration", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_calibration"] = module
-    try:
-        spec.loader.exec_module(module)
+    with bench_script("bench_calibration") as module:
         yield module
-    finally:
-        sys.modules.pop("bench_calibration", None)
 
 
 def _outcome(task, mode: str, success: bool, wall: float, digest: str | None = None) -> TaskOutcome:

@@ -8,14 +8,13 @@ reachable registry (and no cached wheel) the tests that need it skip.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import sys
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
+from bench_scripts import bench_script
 
 import pocketpilot
 from pocketpilot.contracts import Finish, ToolCall
@@ -24,8 +23,6 @@ from pocketpilot.suites import BfclSuite, SuiteUnavailableError, fetch_wheel
 from pocketpilot.suites.bfcl import classify_result, load_semantics, parse_call, to_json_schema
 from pocketpilot.suites.bfcl_run import oracle_actions, run_bfcl_task
 from pocketpilot.suites.errors import SuiteDataError
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_bfcl.py"
 
 
 @pytest.fixture(scope="module")
@@ -233,11 +230,7 @@ def test_each_turn_sees_the_earlier_turns(suite: BfclSuite) -> None:
 
 
 def test_bench_compare_plumbing_is_resumable(suite: BfclSuite, tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("bench_bfcl", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["bench_bfcl"] = bench
-    try:
-        spec.loader.exec_module(bench)
+    with bench_script("bench_bfcl") as bench:
         tasks = suite.select(["multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_2"])
         out = tmp_path / "bfcl.json"
         calls: list[tuple[str, str]] = []
@@ -280,8 +273,6 @@ def test_bench_compare_plumbing_is_resumable(suite: BfclSuite, tmp_path: Path) -
         assert calls == [("multi_turn_base_2", "bare"), ("multi_turn_base_2", "harness")]  # the rest resumed
         saved = json.loads(out.read_text())
         assert [o["task_id"] for o in saved["runs"]["harness"]["outcomes"]] == [t.id for t in tasks]
-    finally:
-        sys.modules.pop("bench_bfcl", None)
 
 
 def test_a_turn_without_ground_truth_is_run_but_not_checked(suite: BfclSuite) -> None:

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from bench_scripts import bench_script
 
 from pocketpilot.suites.bfcl import TurnCheck
 from pocketpilot.suites.bfcl_run import BfclOutcome
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_bfcl.py"
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_bfcl_turns", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_bfcl_turns"] = module
-    try:
-        spec.loader.exec_module(module)
+    with bench_script("bench_bfcl", "bench_bfcl_turns") as module:
         yield module
-    finally:
-        sys.modules.pop("bench_bfcl_turns", None)
 
 
 def _outcome(task: str, mode: str, passed: list[bool], turns: int) -> BfclOutcome:
