@@ -9,33 +9,16 @@ import numpy as np
 import pytest
 
 from pocketpilot.contracts import SamplerSettings
-from pocketpilot.evaluation.compare import run_task
 from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from pocketpilot.harness import HarnessConfig, Session
 from pocketpilot.harness.action_schema import parse_action
 from pocketpilot.harness.base import PlanRequest
 from pocketpilot.harness.context import ContextBudget
-from pocketpilot.harness.planners import LlamaCppPlanner, ScriptedPlanner, numerics
+from pocketpilot.harness.planners import LlamaCppPlanner, numerics
 from pocketpilot.harness.planners.llama_cpp import llguidance_available
-from pocketpilot.tasks import load_suite
-from pocketpilot.tasks.oracle import oracle_actions
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not llguidance_available(), reason="needs llguidance (the [fast] extra)")]
-
-TASKS = ("settings-meeting-mode", "clarify-text-him")  # dev tasks: tests cite no test-split task
-
-
-async def recorded_prompts() -> list[PlanRequest]:
-    """First-step and later-step contexts of two tasks, assembled by the harness from their oracle runs."""
-    out: list[PlanRequest] = []
-    for task in load_suite():
-        if task.id in TASKS:
-            scripted = ScriptedPlanner(oracle_actions(task))
-            await run_task(task, scripted, mode="bare")
-            out += scripted.requests[:2]
-    return out
-
 
 @pytest.fixture(scope="module")
 def planner(test_gguf):
@@ -51,8 +34,8 @@ async def _turn(planner: LlamaCppPlanner, request: PlanRequest, constraint: str,
     return out.turn
 
 
-async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner):
-    prompts = (await recorded_prompts())[:2]  # a first and a later step: CI's time budget
+async def test_fast_forward_keeps_greedy_output_and_saves_passes(planner, bare_prompts):
+    prompts = bare_prompts[:2]  # a first and a later step: CI's time budget
     saved = forced = 0
     for request in prompts:
         gbnf = await _turn(planner, request, "gbnf", False)
@@ -116,8 +99,8 @@ async def test_small_batches_compute_bit_for_bit_what_one_token_passes_compute(t
         await planner.aclose()
 
 
-async def test_reproducible_mode_evaluates_in_the_same_order_whatever_was_cached(test_gguf):
-    prompts = await recorded_prompts()
+async def test_reproducible_mode_evaluates_in_the_same_order_whatever_was_cached(test_gguf, bare_prompts):
+    prompts = bare_prompts
     target, other = prompts[1], prompts[2]  # a later step, and another task's context
     turns = []
     for warmup in (None, other):
@@ -165,7 +148,7 @@ async def test_a_6k_token_policy_fits_at_n_ctx_16384(test_gguf):
     assert planner.info.eval.n_ctx == 16384
 
 
-async def test_the_vocabulary_is_built_while_the_first_prompt_evaluates_and_close_waits_for_it(test_gguf):
+async def test_the_vocabulary_is_built_while_the_first_prompt_evaluates_and_close_waits_for_it(test_gguf, bare_prompts):
     """llguidance's tokenizer is built by the first generation, beside its prompt evaluation
     (the build holds the GIL, so started by the load it stalled the caller's own work); closing
     the model while that thread still reads its vocabulary would free memory under it."""
@@ -188,7 +171,7 @@ async def test_the_vocabulary_is_built_while_the_first_prompt_evaluates_and_clos
 
     q._build_tokenizer = recorded  # type: ignore[method-assign]
     try:
-        request = (await recorded_prompts())[0]
+        request = bare_prompts[0]
         turn = (await q.plan(request)).turn
         parse_action(turn.raw, request.tools, request.kinds)
         assert len(started) == 1 and q._llg_tokenizer is started[0].result() and q._llg_building is None

@@ -8,35 +8,20 @@ import jsonschema
 import pytest
 
 from pocketpilot.contracts import SamplerSettings, ToolCallAction
-from pocketpilot.evaluation.compare import run_task
 from pocketpilot.harness.base import PlanRequest
-from pocketpilot.harness.planners import LlamaCppPlanner, ScriptedPlanner
+from pocketpilot.harness.planners import LlamaCppPlanner
 from pocketpilot.harness.planners.llama_cpp import llguidance_available
 from pocketpilot.harness.planners.phases import action_text
-from pocketpilot.tasks import load_suite
-from pocketpilot.tasks.oracle import oracle_actions
 
 pytestmark = pytest.mark.slow
 
-TASKS = ("settings-meeting-mode", "clarify-text-him")  # dev tasks: tests cite no test-split task
 ENGINES = ["gbnf", pytest.param("llguidance", marks=pytest.mark.skipif(not llguidance_available(),
                                                                         reason="needs llguidance"))]
 
 
-async def recorded_prompts() -> list[PlanRequest]:
-    """A first and a later step of two dev tasks, assembled by the harness from their oracle runs."""
-    out: list[PlanRequest] = []
-    for task in load_suite():
-        if task.id in TASKS:
-            scripted = ScriptedPlanner(oracle_actions(task))
-            await run_task(task, scripted, mode="harness")
-            out += scripted.requests[:2]
-    return out
-
-
 @pytest.fixture(scope="module")
-def prompts() -> list[PlanRequest]:
-    return asyncio.run(recorded_prompts())
+def prompts(harness_prompts) -> list[PlanRequest]:
+    return harness_prompts
 
 
 @pytest.fixture(scope="module")
