@@ -55,12 +55,12 @@ def _test_ids() -> set[str]:
 
 def _citations(paths, ids) -> list[tuple[str, str]]:
     """(file, task id) for each test-split id a file names, quoted or bare (``x-2`` does not name ``x``)."""
-    found = []
+    # one pass a file: bounded by characters no id holds, two whole ids never overlap
+    any_id = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, sorted(ids, key=len, reverse=True)))})(?![\w-])")
+    found = set()
     for p in paths:
-        text = Path(p).read_text(encoding="utf-8")
-        for t in sorted(ids):
-            if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", text):
-                found.append((str(Path(p).relative_to(ROOT)) if Path(p).is_relative_to(ROOT) else str(p), t))
+        for t in any_id.findall(Path(p).read_text(encoding="utf-8")):
+            found.add((str(Path(p).relative_to(ROOT)) if Path(p).is_relative_to(ROOT) else str(p), t))
     return sorted(found)
 
 
