@@ -51,12 +51,12 @@ demo: $(BASE)
 	$(VENV)/bin/pocketpilot models pull default
 	$(VENV)/bin/pocketpilot demo
 
-# The fast loop (about two minutes on two cores, under two on an idle machine): lint, then every
-# test that needs no model, no network and no long run, spread over the cores (a file's tests stay
-# on one worker: they share module fixtures; a suite folder is loaded once per worker, the MiniLM
-# embedder built once per run). pytest keeps the bytecode of the test modules it rewrites (in the
-# ignored __pycache__ folders) even where PYTHONDONTWRITEBYTECODE is set: otherwise every worker
-# rewrites every test file on every run. `make test` runs it, then the rest.
+# The fast loop (about two minutes on two cores): lint, then every test that needs no model, no
+# network and no long run, spread over the cores (a file's tests stay on one worker: they share
+# module fixtures; a suite folder is loaded once per worker, the MiniLM embedder built once per
+# run). pytest keeps the bytecode of the test modules it rewrites (in the ignored __pycache__
+# folders) even where PYTHONDONTWRITEBYTECODE is set: otherwise every worker rewrites every test
+# file on every run. `make test` runs it, then the rest.
 FAST := not slow and not network and not model
 
 check: $(DEV)
