@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..contracts import ACTION_KINDS, ToolSpec
@@ -112,74 +112,32 @@ def session_kwargs(
     Raises:
         EtaError: ``library`` is not the one η was compiled from, or the filter is for another η.
     """
-    res = set(resources)
     tools = ToolSet.of(exposed_tools)
-    bound = None
-    if library is not None:
-        check_library(eta, library)
-        bound = library.bind(tools)
-        if bound.available(tools):  # no skill speaks about these tools: no note about loading one
-            res.add("skills")
-    if memory:
-        res.add("memory")
-    if delegate:
-        res.add("delegate")
-    filt = guidance_filter or GuidanceFilter(eta)
-    version = filt.version if guidance_filter is None else eta.version
-    if filt.version != version:
-        raise EtaError(f"eta {version}", f"guidance filter was compiled for η {filt.version}")
+    bound = _bind(eta, library, tools)
+    res = _resources(resources, bound, tools, memory=memory, delegate=delegate)
+    filt, version = _filter(eta, guidance_filter)
     gates = library.always_on_gates(tools) if library is not None else []
     if request is None:
         guidance = filt.guidance(tools, res)
         return with_tool_text(eta, {"guidance": guidance, "skills": bound, "gates": gates, "eta_version": version,
                                     "policies": eta.build_policies()})
     settings = eta.memory or MemorySettings()
-    if recalled or not memory_search:
-        res.discard("memory")
-    if recalled:  # the answer path's note says a question is answered from them; the earlier one said check
-        res.add("recall-answer" if settings.answers else "recall")
-    searching_again = bool(recalled) and memory_search and settings.keep_search
-    if searching_again:
-        res.add("search-again")
+    searching = memory_search and (not recalled or settings.keep_search)
+    _recall_resources(res, recalled, memory_search=memory_search, settings=settings)
     remember = asks_to_remember(request, eta.offers.get("memory_write")) if "memory_write" in eta.offers else True
     delegating = asks_to_delegate(request, eta.offers.get("delegate")) if "delegate" in eta.offers else True
     if not delegating:
         res.discard("delegate")  # the action is not offered, so neither is its note
-    preloaded: list[str] = []
-    if library is not None:
-        router = router if router is not None else SkillRouter(library, stop_words=eta.stop_words)
-        if router.library is not library:
-            raise EtaError(f"eta {version}", "the router was built from another skill library")
-        preloaded = router.route(" ".join([request, *recalled]), tools)
-        if preloaded:
-            res.discard("skills")
-    actions = [
-        k
-        for k in ACTION_KINDS
-        if (k != "memory_write" or remember)
-        and (k != "memory_search" or (memory_search and (not recalled or settings.keep_search)))
-        and (k != "delegate" or delegating)
-        and (k != "load_skill" or not preloaded)  # routed: the procedures are shown already
-    ]
-    shown = tuple(preloaded)
-    if tool_retriever is None and eta.tool_retrieval is not None:
-        apps = {name: entry.app for name, entry in eta.tools.items() if entry.app}
-        tool_retriever = ToolRetriever(eta.tool_retrieval, apps=apps)
-    frozen_res = frozenset(res)
-
-    resolved: dict[tuple[str, ...], ToolSet] = {}
-
-    def guidance_for(now: Sequence[str | ToolSpec]) -> list[str]:
-        # the session asks by name, at every step: each name is the tool of that name handed in
-        # above, and the set changes only when a loaded skill exposes tools
-        key = tuple(t if isinstance(t, str) else t.name for t in now)
-        if key not in resolved:
-            resolved[key] = ToolSet.of(now, catalogue=tools)
-        return filt.guidance(resolved[key], frozen_res, request=request, shown_skills=shown)
-
+    preloaded = _route(eta, library, router, version, " ".join([request, *recalled]), tools)
+    if preloaded:
+        res.discard("skills")
+    offered = {"memory_write": remember, "memory_search": searching, "delegate": delegating,
+               "load_skill": not preloaded}  # routed: the procedures are shown already
+    actions = [k for k in ACTION_KINDS if offered.get(k, True)]
+    tool_retriever = tool_retriever if tool_retriever is not None else _declared_retriever(eta)
     kwargs = {
         "guidance": [],
-        "guidance_for": guidance_for,
+        "guidance_for": _guidance_for(filt, tools, frozenset(res), request, tuple(preloaded)),
         "skills": bound,
         "gates": gates,
         "eta_version": version,
@@ -191,3 +149,79 @@ def session_kwargs(
     # η's experience: worked examples after the routed guidance, step hints as a policy
     names = [t if isinstance(t, str) else t.name for t in exposed_tools]
     return with_tool_text(eta, with_experience(eta, kwargs, request, names, owner=owner, embedder=embedder))
+
+
+def _bind(eta: Eta, library: SkillLibrary | None, tools: ToolSet) -> SkillLibrary | None:
+    """The library bound to the session's tools (None without one), after checking it is η's."""
+    if library is None:
+        return None
+    check_library(eta, library)
+    return library.bind(tools)
+
+
+def _resources(resources: Iterable[str], bound: SkillLibrary | None, tools: ToolSet, *, memory: bool,
+               delegate: bool) -> set[str]:
+    """The resource names guidance notes may require, before the request is known."""
+    res = set(resources)
+    if bound is not None and bound.available(tools):  # no skill speaks about these tools: no note about loading one
+        res.add("skills")
+    if memory:
+        res.add("memory")
+    if delegate:
+        res.add("delegate")
+    return res
+
+
+def _filter(eta: Eta, given: GuidanceFilter | None) -> tuple[GuidanceFilter, str]:
+    """The guidance filter and the η version the session records (a given filter must be η's)."""
+    filt = given or GuidanceFilter(eta)
+    version = filt.version if given is None else eta.version
+    if filt.version != version:
+        raise EtaError(f"eta {version}", f"guidance filter was compiled for η {filt.version}")
+    return filt, version
+
+
+def _recall_resources(res: set[str], recalled: Sequence[str], *, memory_search: bool,
+                      settings: MemorySettings) -> None:
+    """Swap the memory_search note for the recall notes when memories were recalled (in place)."""
+    if recalled or not memory_search:
+        res.discard("memory")
+    if recalled:  # the answer path's note says a question is answered from them; the earlier one said check
+        res.add("recall-answer" if settings.answers else "recall")
+        if memory_search and settings.keep_search:
+            res.add("search-again")
+
+
+def _route(eta: Eta, library: SkillLibrary | None, router: SkillRouter | None, version: str, text: str,
+           tools: ToolSet) -> list[str]:
+    """The skills the request (and what was recalled with it) needs, preloaded into the first context."""
+    if library is None:
+        return []
+    router = router if router is not None else SkillRouter(library, stop_words=eta.stop_words)
+    if router.library is not library:
+        raise EtaError(f"eta {version}", "the router was built from another skill library")
+    return router.route(text, tools)
+
+
+def _declared_retriever(eta: Eta) -> ToolRetriever | None:
+    """η's ``tool_retrieval`` entry as a (keyword-only) retriever; None when η has none."""
+    if eta.tool_retrieval is None:
+        return None
+    apps = {name: entry.app for name, entry in eta.tools.items() if entry.app}
+    return ToolRetriever(eta.tool_retrieval, apps=apps)
+
+
+def _guidance_for(filt: GuidanceFilter, tools: ToolSet, res: frozenset[str], request: str,
+                  shown: tuple[str, ...]) -> Callable[[Sequence[str | ToolSpec]], list[str]]:
+    """Guidance re-filtered to the tools exposed at each point (a loaded skill exposes more)."""
+    resolved: dict[tuple[str, ...], ToolSet] = {}
+
+    def guidance_for(now: Sequence[str | ToolSpec]) -> list[str]:
+        # the session asks by name, at every step: each name is the tool of that name handed in
+        # above, and the set changes only when a loaded skill exposes tools
+        key = tuple(t if isinstance(t, str) else t.name for t in now)
+        if key not in resolved:
+            resolved[key] = ToolSet.of(now, catalogue=tools)
+        return filt.guidance(resolved[key], res, request=request, shown_skills=shown)
+
+    return guidance_for
