@@ -27,7 +27,7 @@ from ..contracts import (
 )
 from ..errors import UsageError
 from ..executor.effects import ClassifiesEffects
-from ..memory.base import DescribesRetrieval
+from ..memory.base import DescribesRetrieval, ListsMemories
 from ..skills.base import LoadedSkillView, ToolGate
 from ..tracing.trace import TraceWriter
 from .actions import SubAgent
@@ -155,6 +155,14 @@ class RunState:
     @property
     def evidence(self) -> Sequence[str]:
         return self.setup.evidence
+
+    @property
+    def recalled(self) -> Sequence[RetrievedMemory]:
+        return self.setup.recalled
+
+    @property
+    def owner(self) -> str | None:
+        return self.deps.memory.owner if isinstance(self.deps.memory, ListsMemories) else None
 
     @property
     def prescribed(self) -> list[str]:

@@ -11,7 +11,7 @@ from pocketpilot.adapters.diff import diff_eta, render_diff
 from pocketpilot.adapters.errors import RevisionError
 from pocketpilot.adapters.eta import PolicyEntry
 from pocketpilot.adapters.revision import RemovePolicy, Revision, SetPolicy, apply_revision
-from pocketpilot.contracts import ToolError
+from pocketpilot.contracts import RetrievedMemory, ToolError
 from pocketpilot.executor.sandbox import EVERYDAY_APPS, SandboxExecutor, SandboxPhone
 from pocketpilot.executor.tools import Tool, ToolRegistry
 from pocketpilot.harness import AllowAll, DenyAll, HarnessConfig, Session, default_policies, safety_policies
@@ -26,6 +26,7 @@ from pocketpilot.harness.policies import (
     from_entries,
     in_force,
 )
+from pocketpilot.harness.recall import Recall
 from pocketpilot.harness.scope import FUNCTION_WORDS, GENERIC_WORDS
 
 FINISH = {"kind": "finish", "summary": "done"}
@@ -226,6 +227,35 @@ async def test_the_loop_guard_names_what_remains_instead_of_forcing_finish():
     assert phone.state.settings.brightness == 20 and episode.stop_reason == "finish"
 
 
+class _Recalling:
+    """A memory of one owner that searches nothing: the session shows what the caller recalled."""
+
+    owner = "me"
+
+    async def search(self, query: str, *, tier: str | None = None, k: int = 5) -> list:
+        return []
+
+    async def write(self, content: str, *, tier: str, category: str | None, provenance: dict) -> str:
+        return "m"
+
+    async def capture_episode(self, episode: Any) -> list[str]:
+        return []
+
+    async def owner_memories(self, *, limit: int) -> list:
+        return []
+
+    async def mark_recalled(self, ids: Any) -> None:
+        return None
+
+
+def recalled(content: str, source: str = "user_statement") -> dict[str, Any]:
+    """Session arguments that recall one memory of the owner's, said by ``source``."""
+    hit = RetrievedMemory(id="m1", tier="user", content=content, score=1.0,
+                          provenance={"source": source, "owner": "me", "store": "private",
+                                      "created_at": "2025-03-01T09:00:00"})
+    return {"memory": _Recalling(), "recalled": Recall(hits=(hit,))}
+
+
 async def test_a_distractor_memory_does_not_authorize_a_setting_the_request_never_named():
     state = {"font_scale": 1.0, "brightness": 60}
 
@@ -244,17 +274,20 @@ async def test_a_distractor_memory_does_not_authorize_a_setting_the_request_neve
                          set_brightness, description="Set the screen brightness.", effect="setting",
                          setting="brightness"),
     ]
-    distractor = "Recalled memories:\n- 2025-03-01, you said (trust high): I write my thesis in a serif font."
+    distractor = "I write my thesis in a serif font."
     planner = ScriptedPlanner([call("t2", level=30), call("t1", scale=1.3), FINISH])
-    episode = await Session(planner, ToolRegistry(tools), confirm=AllowAll(), evidence=[distractor]).run(
+    episode = await Session(planner, ToolRegistry(tools), confirm=AllowAll(), **recalled(distractor)).run(
         "Dim the screen to 30%. Don't touch the text size.")
     assert state == {"font_scale": 1.0, "brightness": 30}
     assert episode.steps[1].results[0].error.code == "not_allowed"
-    # a memory that is about the request does ground it
-    about = "Recalled memories:\n- 2025-03-01, you said (trust high): my reading mode is a bigger font scale."
-    planner2 = ScriptedPlanner([call("t1", scale=1.3), FINISH])
-    await Session(planner2, ToolRegistry(tools), confirm=AllowAll(), evidence=[about]).run("Switch on my reading mode.")
-    assert state["font_scale"] == 1.3
+    # a standing wish that is about the request does ground it (after the asked change, as a walk would come)
+    about = "my reading mode is a bigger font scale."
+    for source, scale in (("tool_result", 1.0), ("user_statement", 1.3)):  # provenance decides, not the words
+        state.update(font_scale=1.0, brightness=60)
+        planner2 = ScriptedPlanner([call("t2", level=30), call("t1", scale=1.3), FINISH])
+        await Session(planner2, ToolRegistry(tools), confirm=AllowAll(), **recalled(about, source)).run(
+            "Dim the screen to 30% and switch on my reading mode.")
+        assert state == {"font_scale": scale, "brightness": 30}
 
 
 async def test_the_words_scope_matching_ignores_are_eta_data_revised_for_another_language():
@@ -276,12 +309,12 @@ async def test_the_words_scope_matching_ignores_are_eta_data_revised_for_another
                          handler("brightness"), description="Bildschirmhelligkeit setzen.", effect="setting",
                          setting="brightness"),
     ]
-    memory = "Recalled memories:\n- 2025-03-01, you said (trust high): Beim Lesen bitte immer grosse Schriftskalierung."
+    memory = "Beim Lesen bitte immer grosse Schriftskalierung."
     script = [call("t2", level=30), call("t1", scale=1.3), FINISH]
 
     async def run(eta: Any) -> dict:
         state.update(font_scale=1.0, brightness=60)
-        await Session(ScriptedPlanner(list(script)), ToolRegistry(tools), confirm=AllowAll(), evidence=[memory],
+        await Session(ScriptedPlanner(list(script)), ToolRegistry(tools), confirm=AllowAll(), **recalled(memory),
                       policies=eta.build_policies()).run("Bildschirmhelligkeit auf 30, bitte.")
         return dict(state)
 

@@ -23,7 +23,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from ...contracts import Action, AskUser, Delegate, Finish, Refuse, Step, StopReason, ToolCall, ToolResult, ToolSpec
+from ...contracts import (
+    Action,
+    AskUser,
+    Delegate,
+    Finish,
+    Refuse,
+    RetrievedMemory,
+    Step,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
 from ...skills.base import ToolGate
 
 __all__ = [
@@ -122,6 +134,20 @@ class RunView(Protocol):
     @property
     def evidence(self) -> Sequence[str]:
         """Request-specific evidence shown with the request (recalled memories, the device clock)."""
+        ...
+
+    @property
+    def recalled(self) -> Sequence[RetrievedMemory]:
+        """The memories recalled for the request, each with its provenance (rendered into ``evidence``).
+
+        A policy that lets a memory authorize something reads them here, not in ``evidence``:
+        only the provenance says whose words a memory is (:func:`~pocketpilot.harness.recall.is_standing_wish`).
+        """
+        ...
+
+    @property
+    def owner(self) -> str | None:
+        """Whose request this is: the owner of the session's memory (None: not known)."""
         ...
 
     @property

@@ -10,8 +10,13 @@ values; see :mod:`pocketpilot.harness.scope`) against what grounds a change:
 - the world's own error messages ("bluetooth is off" grounds turning Bluetooth on), never the
   harness's own hold or denial messages, which name the call they held and would ground its
   identical retry;
-- a recalled memory only when it is about the request (shares a content word with it): a
-  memory recalled as a distractor must not authorize a change the request never asked for;
+- a recalled memory only when it is the owner's standing wish (by its provenance: what the
+  owner said, ``user_statement``, from the owner's own store; see
+  :func:`~pocketpilot.harness.recall.is_standing_wish`) and about the request (shares a content
+  word with it). A memory that came from a tool result, an inference, another owner or the
+  shared store is evidence and grants nothing, whatever it says; so is the caller's evidence
+  text, which carries no provenance. A memory recalled as a distractor must not authorize a
+  change the request never asked for either;
 - what the run read: the fields of a successful read's result (``{"apn": {...}}`` grounds the
   APN setting), when it is a read of that one setting. A read whose fields name several
   settings (a settings screen, an accessibility panel) is a catalogue, like a skill
@@ -26,7 +31,7 @@ Reads and guidance name a setting strictly, by its declared key as a phrase
 (:func:`~pocketpilot.harness.scope.names_setting`).
 
 The walk comes *after* the asked change, so the guard starts holding only once the run has
-made a change that the request (or a memory about it, or the world's error) asked for. Before
+made a change that the request (or a standing wish about it, or the world's error) asked for. Before
 that, an unnamed setting is more likely one of the request's unstated prerequisites ("start
 the engine" needs the doors locked and the brake pressed): a replay of an outside suite's
 ground truth showed the guard holding exactly those.
@@ -46,6 +51,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ...contracts import ToolCall, ToolCallAction, ToolSpec, spec_for_call
+from ..recall import is_standing_wish
 from ..scope import (
     ENGLISH,
     FUNCTION_WORDS,
@@ -59,7 +65,7 @@ from ..scope import (
 )
 from .base import ALLOW, Advice, Allow, BasePolicy, CallDecision, Hold, RunView, StepReport
 
-__all__ = ["ScopeGuard", "memories_about_request"]
+__all__ = ["ScopeGuard", "memories_about_request", "wishes_about_request"]
 
 
 def _memory_lines(run: RunView) -> Iterator[str]:
@@ -80,13 +86,34 @@ def memories_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator
             yield line
 
 
+def _wish_lines(run: RunView) -> Iterator[str]:
+    """The owner's standing wishes among the recalled memories and this run's memory searches,
+    one line each. Provenance decides, never the wording: a tool result that says "the user
+    always wants ..." is still a tool result.
+    """
+    hits = [*run.recalled, *(m for step in run.steps for m in step.retrieved)]
+    for hit in hits:
+        if is_standing_wish(hit, run.owner):
+            yield from (line for line in hit.content.splitlines() if line.strip())
+
+
+def wishes_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
+    """The owner's standing wishes that share a content word with the request (what "do my
+    home routine" refers to); a distractor shares none.
+    """
+    about = content_stems(run.request, lexicon)
+    for line in _wish_lines(run):
+        if content_stems(line, lexicon) & about:
+            yield line
+
+
 def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
     """What asks for a setting change in this run (lazy: only a setting call reads it)."""
     yield run.request
     for step in run.steps:
         yield from (r.error.message for r in step.results
                     if r.error is not None and not run.said_by_harness(r.error.message))
-    yield from memories_about_request(run, lexicon)
+    yield from wishes_about_request(run, lexicon)
 
 
 def prescribed(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
