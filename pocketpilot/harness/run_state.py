@@ -89,6 +89,10 @@ class RunSetup:
     """Chooses the tools shown at each step (None: every tool in ``tools``, always)."""
     recalled: tuple[RetrievedMemory, ...] = ()
     """The memories recalled for the request (already rendered into ``evidence``): the header records them."""
+    user_request: str | None = None
+    """A sub-agent's: the user's request its parent's run serves (None: this run's request is the user's)."""
+    user_recalled: tuple[RetrievedMemory, ...] = ()
+    """A sub-agent's: the memories recalled for the user's request (not shown to it; policies read them)."""
 
 
 class RunState:
@@ -158,7 +162,15 @@ class RunState:
 
     @property
     def recalled(self) -> Sequence[RetrievedMemory]:
-        return self.setup.recalled
+        return (*self.setup.recalled, *self.setup.user_recalled)
+
+    @property
+    def user_request(self) -> str:
+        return self.request if self.setup.user_request is None else self.setup.user_request
+
+    @property
+    def delegated(self) -> bool:
+        return self.setup.user_request is not None
 
     @property
     def owner(self) -> str | None:

@@ -181,6 +181,14 @@ class Session:
         self._trace_path: Path | None = None
         self.parent_episode_id: str | None = None
         """Set on a sub-agent session: the episode of the parent that delegated to it."""
+        self.user_request: str | None = None
+        """Set on a sub-agent session: the user's request its parent's run serves (the
+        sub-agent's own request is an instruction the planner wrote, and grounds no setting)."""
+        self.user_recalled: tuple[RetrievedMemory, ...] = ()
+        """Set on a sub-agent session: the memories recalled for the user's request (the owner's
+        standing wishes among them still ground a setting in the sub-agent)."""
+        self._serving: tuple[str, tuple[RetrievedMemory, ...]] = ("", ())
+        """The request the current run serves and what was recalled for it (a sub-agent inherits them)."""
 
     # ------------------------------------------------------------------ public
 
@@ -197,6 +205,7 @@ class Session:
         try:
             await self.planner.load()  # the header records the model's sha256 and quantization
             hits, evidence = await self._recall(request)
+            self._serving = (request, tuple(hits))
             state = self._new_run(request, earlier, evidence=evidence, recalled=hits)
             # start() inside: a Ctrl-C while the header is being written still gets its end record
             await state.start()
@@ -277,6 +286,7 @@ class Session:
             config=self.config, tools=dict(self._base_tools), kinds=self.kinds(), gates=tuple(self.gates),
             guidance=tuple(self.guidance), guidance_for=self.guidance_for,
             evidence=tuple(self.evidence if evidence is None else evidence), recalled=tuple(recalled),
+            user_request=self.user_request, user_recalled=self.user_recalled,
             gate_history=tuple(self.gate_history), prior=tuple(self.prior), preloaded=tuple(self.preloaded),
             policies=None if self.policies is None else tuple(self.policies), task_id=self.task_id,
             eta_version=self.eta_version, parent_episode_id=self.parent_episode_id, depth=self.depth,
@@ -327,7 +337,7 @@ class Session:
         unknown = [n for n in names if n not in tools]
         if unknown:
             raise UsageError(f"cannot delegate tools that are not exposed here: {', '.join(unknown)}")
-        return Session(
+        sub = Session(
             self.planner,
             self.executor,
             config=self.config,
@@ -347,3 +357,8 @@ class Session:
             policies=self.policies,
             tool_text=self.tool_text,
         )
+        asked, recalled = self._serving
+        delegated = self.user_request is not None
+        sub.user_request = self.user_request if delegated else asked
+        sub.user_recalled = self.user_recalled if delegated else recalled
+        return sub

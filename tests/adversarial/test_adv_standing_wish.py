@@ -211,7 +211,6 @@ async def test_a_read_of_the_setting_grounds_it_only_from_a_declared_read_only_t
         assert episode.steps[2].results[0].error.code == "not_allowed" and state["bluetooth"] is True
 
 
-@pytest.mark.xfail(strict=True, reason="a sub-agent's guard is grounded by its instruction (fixed next)")
 async def test_a_sub_agents_instruction_grants_nothing(stores):
     """The planner, having read the wish somewhere, delegates it: the instruction is its words, not the user's."""
     private, _ = stores
@@ -230,4 +229,9 @@ async def test_a_sub_agents_instruction_grants_nothing(stores):
     phone = SandboxPhone()
     episode = await Session(ScriptedPlanner(script), SandboxExecutor(phone), tools=TOOLS,
                             memory=BoundMemory(private, alice(), "s1"), confirm=AllowAll()).run(REQUEST)
+    assert episode.steps[1].children[0].steps[0].results[0].ok and phone.state.settings.bluetooth is False
+    # a delegation of what the user asked for goes through, with no memory at all
+    phone = SandboxPhone()
+    episode = await Session(ScriptedPlanner(script), SandboxExecutor(phone), tools=TOOLS, confirm=AllowAll()).run(
+        "Turn on do not disturb and switch bluetooth off.")
     assert episode.steps[1].children[0].steps[0].results[0].ok and phone.state.settings.bluetooth is False

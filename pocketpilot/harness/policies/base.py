@@ -138,7 +138,8 @@ class RunView(Protocol):
 
     @property
     def recalled(self) -> Sequence[RetrievedMemory]:
-        """The memories recalled for the request, each with its provenance (rendered into ``evidence``).
+        """The memories recalled for the request, each with its provenance (rendered into ``evidence``;
+        a sub-agent gets those of the user's request, not shown to it).
 
         A policy that lets a memory authorize something reads them here, not in ``evidence``:
         only the provenance says whose words a memory is (:func:`~pocketpilot.harness.recall.is_standing_wish`).
@@ -148,6 +149,16 @@ class RunView(Protocol):
     @property
     def owner(self) -> str | None:
         """Whose request this is: the owner of the session's memory (None: not known)."""
+        ...
+
+    @property
+    def user_request(self) -> str:
+        """What the user asked: this run's request, or for a sub-agent the request its parent's run serves."""
+        ...
+
+    @property
+    def delegated(self) -> bool:
+        """A sub-agent's run: its request is an instruction the planner wrote, not the user's words."""
         ...
 
     @property

@@ -36,6 +36,12 @@ that, an unnamed setting is more likely one of the request's unstated prerequisi
 the engine" needs the doors locked and the brake pressed): a replay of an outside suite's
 ground truth showed the guard holding exactly those.
 
+A sub-agent's request is an instruction the planner wrote: a setting it names is grounded only
+by what grounds its parent (the user's request and the owner's standing wishes, inherited),
+the world's errors, what the sub-agent read and the guidance; and the sub-agent gets no grace
+before an asked change, since it works after its parent's (a planner that read "turn Bluetooth
+off" in a tool result must not get it done by delegating it).
+
 A hold is answerable. The planner that sends the same held call again is not walking past a
 hold it did not read so much as insisting the request needs it, and neither the planner nor
 the guard should decide that alone: the second time, the guard asks whoever answers the
@@ -101,15 +107,18 @@ def wishes_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[s
     """The owner's standing wishes that share a content word with the request (what "do my
     home routine" refers to); a distractor shares none.
     """
-    about = content_stems(run.request, lexicon)
+    about = content_stems(run.user_request, lexicon)
     for line in _wish_lines(run):
         if content_stems(line, lexicon) & about:
             yield line
 
 
 def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
-    """What asks for a setting change in this run (lazy: only a setting call reads it)."""
-    yield run.request
+    """What asks for a setting change in this run (lazy: only a setting call reads it).
+
+    A sub-agent's own request is the planner's instruction: the user's request stands in for it.
+    """
+    yield run.user_request
     for step in run.steps:
         yield from (r.error.message for r in step.results
                     if r.error is not None and not run.said_by_harness(r.error.message))
@@ -118,7 +127,7 @@ def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
 
 def prescribed(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
     """The entries of the deployment's guidance that are about the request (no skill procedures)."""
-    about = content_stems(run.request, lexicon)
+    about = content_stems(run.user_request, lexicon)
     for entry in run.prescribed:
         if content_stems(entry, lexicon) & about:
             yield entry
@@ -200,7 +209,7 @@ class ScopeGuard(BasePolicy):
             return ALLOW
         if _denied_before(call, run):  # the user's no stands for a sub-agent too, whatever its instruction names
             return self._answer(call, False, "the user said no to this call earlier in this request")
-        if not self._acted:
+        if not self._acted and not run.delegated:  # a sub-agent works after its parent's changes
             return ALLOW
         if not out_of_scope(spec, grounding(run, self.lexicon), self.lexicon) or found_out(spec, run, self.lexicon):
             return ALLOW
