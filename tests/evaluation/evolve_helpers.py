@@ -6,13 +6,16 @@ Also imported by the subprocess the resume test kills, so nothing here may depen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import shutil
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+import yaml
 
 from pocketpilot.adapters import AddNote, Eta, Revision, RoutingNote, compile_eta
 from pocketpilot.contracts import Episode, Finish
@@ -33,6 +36,44 @@ def write_tool_module(folder: Path) -> Path:
     path = folder / TEAM_MODULE.name
     shutil.copyfile(TEAM_MODULE, path)
     return path
+
+
+def split_ids(tasks_dir: Path, split: str) -> list[str]:
+    """The ids of a split's tasks, as the folder's MANIFEST.yml lists them."""
+    return list(yaml.safe_load((tasks_dir / "MANIFEST.yml").read_text())["splits"][split])
+
+
+def split_files(tasks_dir: Path, split: str) -> set[str]:
+    """The resolved paths of a split's task files: what an audit of opened files compares with."""
+    return {str((tasks_dir / f"{t}.yaml").resolve()) for t in split_ids(tasks_dir, split)}
+
+
+@contextlib.contextmanager
+def files_opened() -> Iterator[set[str]]:
+    """Record the resolved path of every file this process opens inside the block.
+
+    An audit hook sees every open, whatever the code under test opens a file with (io.open,
+    os.open, Path.read_text ...), so a test can prove the evolve loop never read the test split.
+    A hook cannot be removed once added: it stops recording when the block ends and does nothing
+    from then on. The set is filled when the block ends.
+
+    Yields:
+        The set the opened paths land in.
+    """
+    opened: list[str] = []
+    listening = [True]
+
+    def hook(event: str, args: tuple) -> None:
+        if listening[0] and event == "open" and isinstance(args[0], (str, Path)):
+            opened.append(str(args[0]))
+
+    seen: set[str] = set()
+    sys.addaudithook(hook)
+    try:
+        yield seen
+    finally:
+        listening[0] = False
+        seen.update(str(Path(p).resolve()) for p in opened)
 
 
 def _odd(task_id: str) -> bool:

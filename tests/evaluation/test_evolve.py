@@ -115,24 +115,11 @@ def test_a_killed_run_resumes_at_the_episode_it_stopped_at(team_tasks: Path, tmp
 
 
 def test_the_loop_never_opens_a_test_split_file(team_tasks: Path, tmp_path: Path) -> None:
-    index = yaml.safe_load((team_tasks / "MANIFEST.yml").read_text())["splits"]
-    test_files = {str((team_tasks / f"{t}.yaml").resolve()) for t in index["test"]}
-    opened: list[str] = []
-    listening = [True]
-
-    def hook(event: str, args: tuple) -> None:
-        if listening[0] and event == "open" and isinstance(args[0], (str, Path)):
-            opened.append(str(args[0]))
-
-    sys.addaudithook(hook)  # sees every open (io.open, os.open, Path.read_text ...); it cannot be removed
-    try:
+    with h.files_opened() as seen:
         result = asyncio.run(h.make_loop(tmp_path / "out", team_tasks, h.OraclePlanners()).run(2))
-    finally:
-        listening[0] = False  # the hook stays installed for the process: it does nothing from here on
-    seen = {str(Path(p).resolve()) for p in opened}
     assert result.iterations_done == 2
-    assert seen & {str((team_tasks / f"{t}.yaml").resolve()) for t in index["dev"]}  # the hook did see task files
-    assert not seen & test_files
+    assert seen & h.split_files(team_tasks, "dev")  # the hook did see task files
+    assert not seen & h.split_files(team_tasks, "test")
 
 
 def _cli(*args: str) -> object:

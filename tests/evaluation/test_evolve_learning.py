@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from pocketpilot.adapters import Eta, load_eta, save_eta
@@ -167,26 +166,13 @@ class LearnsFromExamples:
 
 def test_evolve_successes_are_distilled_and_the_test_split_is_never_opened(team_tasks: Path,
                                                                            tmp_path: Path) -> None:
-    index = yaml.safe_load((team_tasks / "MANIFEST.yml").read_text())["splits"]
-    test_files = {str((team_tasks / f"{t}.yaml").resolve()) for t in index["test"]}
-    opened: list[str] = []
-    listening = [True]
-
-    def hook(event: str, args: tuple) -> None:
-        if listening[0] and event == "open" and isinstance(args[0], (str, Path)):
-            opened.append(str(args[0]))
-
     out = tmp_path / "out"
     proposer = ExperienceProposer()
-    sys.addaudithook(hook)  # it cannot be removed: it does nothing once the run is over
-    try:
+    with h.files_opened() as seen:
         result = asyncio.run(_loop(out, team_tasks, LearnsFromExamples(), base=h.base_eta(), proposer=proposer,
                                    distiller=ExperienceDistiller()).run(2))
-    finally:
-        listening[0] = False
     assert result.iterations_done == 2
-    seen = {str(Path(p).resolve()) for p in opened}
-    assert not seen & test_files
+    assert not seen & h.split_files(team_tasks, "test")
     traces = {p for p in seen if p.endswith(".jsonl") and "/traces/" in p}
     assert traces and all(p.startswith(str(out.resolve())) for p in traces)  # only the loop's own runs
 
@@ -197,7 +183,7 @@ def test_evolve_successes_are_distilled_and_the_test_split_is_never_opened(team_
     base_runs = [json.loads(line) for line in (out / "iter-01" / "evolve" / "base" / "outcomes.jsonl").read_text()
                  .splitlines()]
     evolve_episodes = {read_trace(out / o["trace"])[0].header.episode_id: o for o in base_runs if o["success"]}
-    assert {o["task_id"] for o in base_runs} <= set(index["evolve"])
+    assert {o["task_id"] for o in base_runs} <= set(h.split_ids(team_tasks, "evolve"))
     library = load_eta(out / "eta.json").experience  # the η the next iteration starts from
     assert library and all(set(e.provenance) <= set(evolve_episodes) for e in library)
     # every entry came from an evolve baseline success of iteration 1 (a success without a tool call gives none)
