@@ -6,12 +6,19 @@ rejecting, re-runs one memory search, or delegates the same thing again. The gua
 each of these. What it does next depends on what the request still names:
 
 - if a state-changing tool the request's words match (by the tool's *declared* terms: setting
-  key, description, enum values, never its name; the words of a recalled memory the request
-  refers to count, as "do my hike prep" means what the memory says) has not run successfully
-  yet, the notice
+  key, description, enum values, never its name) has not run successfully yet, the notice
   names it as what remains and the planner keeps every action: forcing a ``finish`` there
   turned a loop into a wrong early finish;
 - otherwise the next step is offered no tool call or delegation: it has to conclude.
+
+The words of a recalled memory the request refers to count ("do my hike prep" means what the
+memory says) only when the memory is the owner's standing wish by its provenance, as for the
+scope guard (:func:`~pocketpilot.harness.recall.is_standing_wish`): naming a tool as "not done
+yet" invites the call, and a memory that came from a tool result, an inference, another owner
+or the shared store, or the caller's evidence text, must not invite what it could not grant.
+A sub-agent's request is an instruction its parent's planner wrote: what remains there is what
+both it and the user's request (with the owner's standing wishes about either) name; the
+instruction narrows what remains, never widens it.
 
 A call the world has rejected ``fail_limit`` times with identical arguments is held from then
 on, until some state-changing call succeeds (the world changed, so it may pass now). Holds by
@@ -31,7 +38,7 @@ from ...contracts import Delegate, MemorySearch, Notice, ToolCall, ToolCallActio
 from ..scope import FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, declared_terms
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 from .gates import held_result
-from .scope_guard import memories_about_request
+from .scope_guard import wishes_about
 
 __all__ = ["LoopGuard"]
 
@@ -208,8 +215,17 @@ class LoopGuard(BasePolicy):
         for step in run.steps:
             if isinstance(step.action, ToolCallAction):
                 done.update(c.name for c, r in zip(step.action.calls, step.results, strict=False) if r.ok)
-        asked = content_stems(run.request, self.lexicon)
-        for line in memories_about_request(run, self.lexicon):  # "do my hike prep": the memory says what
-            asked |= content_stems(line, self.lexicon)
+        asked = self._asked(run, run.user_request)
+        if run.delegated:  # the planner's instruction narrows what the user asked, never widens it
+            asked &= self._asked(run, run.request)
         return [spec for name, spec in run.tools.items()
                 if name not in done and _changes_state(spec) and declared_terms(spec, self.lexicon) & asked]
+
+    def _asked(self, run: RunView, request: str) -> set[str]:
+        """The words of ``request`` and of the owner's standing wishes about it ("do my hike prep":
+        the wish says what); no other memory's words count, whatever they say.
+        """
+        asked = content_stems(request, self.lexicon)
+        for line in wishes_about(run, request, self.lexicon):
+            asked |= content_stems(line, self.lexicon)
+        return asked

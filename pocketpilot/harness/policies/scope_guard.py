@@ -71,25 +71,7 @@ from ..scope import (
 )
 from .base import ALLOW, Advice, Allow, BasePolicy, CallDecision, Hold, RunView, StepReport
 
-__all__ = ["ScopeGuard", "memories_about_request", "wishes_about_request"]
-
-
-def _memory_lines(run: RunView) -> Iterator[str]:
-    """Recalled and retrieved memories, one per line (a recall block lists several)."""
-    for text in run.evidence:
-        yield from (line for line in text.splitlines() if line.strip())
-    for step in run.steps:
-        yield from (m.content for m in step.retrieved)
-
-
-def memories_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
-    """Recalled and retrieved memory lines that share a content word with the request: what a
-    request such as "do my hike prep" refers to (a distractor memory shares none).
-    """
-    about = content_stems(run.request, lexicon)
-    for line in _memory_lines(run):
-        if content_stems(line, lexicon) & about:
-            yield line
+__all__ = ["ScopeGuard", "wishes_about", "wishes_about_request"]
 
 
 def _wish_lines(run: RunView) -> Iterator[str]:
@@ -103,14 +85,17 @@ def _wish_lines(run: RunView) -> Iterator[str]:
             yield from (line for line in hit.content.splitlines() if line.strip())
 
 
-def wishes_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
-    """The owner's standing wishes that share a content word with the request (what "do my
-    home routine" refers to); a distractor shares none.
-    """
-    about = content_stems(run.user_request, lexicon)
+def wishes_about(run: RunView, text: str, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
+    """The owner's standing wishes that share a content word with ``text``; a distractor shares none."""
+    about = content_stems(text, lexicon)
     for line in _wish_lines(run):
         if content_stems(line, lexicon) & about:
             yield line
+
+
+def wishes_about_request(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
+    """The owner's standing wishes about the user's request (what "do my home routine" refers to)."""
+    return wishes_about(run, run.user_request, lexicon)
 
 
 def grounding(run: RunView, lexicon: Lexicon = ENGLISH) -> Iterator[str]:
