@@ -770,15 +770,19 @@ class PlannerTurn(_Contract):
     """The planner's short reasoning before its action (think, then act), when it wrote one."""
     phases: list[DecodePhase] = Field(default_factory=list)
     """The decodes of a turn decoded in phases, in order (empty: one decode of the whole action)."""
+    memo: bool = False
+    """Served from the decode memo (:mod:`pocketpilot.harness.planners.decode_memo`), not decoded:
+    ``latency_s`` is the lookup's and the seconds and evaluation counts are zero; the output and
+    its tokens are the stored decode's. Latency figures must leave such turns out."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Leave ``thought`` and ``phases`` out when empty: a one-decode turn dumps as before they existed."""
+        """Leave ``thought``, ``phases`` and ``memo`` out when unset: a decoded one-decode turn dumps as before they existed."""
         return _without_defaults(handler(self), _TURN_PHASES)
 
 
 _EVAL_OPTIONS = {"flash_attn": False, "kv_type": "f16", "think_tokens": 0, "choose_then_fill": False}
-_TURN_PHASES: dict[str, Any] = {"thought": None, "phases": []}
+_TURN_PHASES: dict[str, Any] = {"thought": None, "phases": [], "memo": False}
 
 
 def _without_defaults(data: Any, defaults: Mapping[str, Any]) -> Any:

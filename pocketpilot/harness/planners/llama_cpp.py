@@ -428,9 +428,8 @@ class LlamaCppPlanner:
             self._llg_grammars[key] = grammar
         return grammar
 
-    async def plan(self, request: PlanRequest) -> PlannerOutput:
-        """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""
-        await self.load()
+    def _prepared(self, request: PlanRequest) -> tuple[PlanRequest, dict[str, Any], Any]:
+        """The request as decoded (the phases' format lines added), its action schema and grammar."""
         if self.think_tokens or self.choose_then_fill:  # the phases' format lines in the system message
             request = request.model_copy(update={"messages": ph.with_rules(
                 request.messages, think=self.think_tokens > 0, choose=self.choose_then_fill)})
@@ -438,8 +437,47 @@ class LlamaCppPlanner:
         # then unreachable instead of rejected after decoding (and written again on retry)
         schema = action_json_schema(request.tools, request.kinds, request.skills, request.batch_groups,
                                     lengths=self.constraint == "llguidance", answers=request.answers)
-        self.last_schema = schema
         grammar = self._grammar(schema) if self.constraint == "gbnf" else self._llg_grammar(schema)
+        return request, schema, grammar
+
+    def decode_identity(self, request: PlanRequest) -> dict[str, Any] | None:
+        """What a decode of ``request`` reads besides the request, for the decode memo
+        (:mod:`.decode_memo`); None where this planner cannot vouch its output is a function of it.
+
+        It vouches only for greedy decoding (a sample may rightly differ) of loaded weights with a
+        known sha256, and only where evaluation is exact: ``reproducible`` (the prompt alone fixes
+        the evaluation order), or small batches bit-identical to one-token passes
+        (``batch_invariant``: fast-forward's batches change nothing). In the second case a prompt's
+        evaluation still starts where the KV cache left off, so a near tie could in principle fall
+        otherwise after another prompt; reruns of untouched tasks repeated the baseline's actions
+        where the ablation checked, and ``reproducible`` removes the case. The identity: the
+        weights' and a LoRA's sha256, the sampler, the evaluation settings and llama.cpp's build,
+        the rendered prompt and its stable prefix, the action schema and the grammar's text.
+        """
+        if (self.sampler.temperature != 0 or self._llm is None or not self._sha256
+                or not (self.reproducible or self.batch_invariant)):
+            return None
+        request, schema, grammar = self._prepared(request)
+        text = grammar if isinstance(grammar, str) else grammar._grammar
+        lora = self._kwargs.get("lora_path")
+        return {
+            "backend": "llama.cpp",
+            "model_sha256": self._sha256,
+            "lora_sha256": cached_sha256(Path(lora)) if lora else None,
+            "sampler": self.sampler.model_dump(mode="json"),
+            "eval": self.eval_settings.model_dump(mode="json"),
+            "build": numerics.build_id(repack=self.repack, flash_attn=self.flash_attn, kv_type=self.kv_type),
+            "prompt": self.render(request),
+            "prefix": self._prefix_text(request),
+            "schema": digest(schema),
+            "grammar": digest(text),
+        }
+
+    async def plan(self, request: PlanRequest) -> PlannerOutput:
+        """One grammar-constrained action; raises PlannerOutputError when the output is cut or invalid."""
+        await self.load()
+        request, schema, grammar = self._prepared(request)
+        self.last_schema = schema
         grammar = self._phased(request, schema, grammar)
         prompt = self.render(request)
         prefix = self._prefix_text(request)
