@@ -61,7 +61,7 @@ FAST := not slow and not network and not model
 
 check: $(DEV)
 	$(BYTECODE)
-	$(VENV)/bin/ruff check pocketpilot tests
+	$(VENV)/bin/ruff check pocketpilot tests bench
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile -m "$(FAST)" --durations=15
 
 test: check

@@ -278,6 +278,11 @@ def _llama_planner(model: str, threads: int | None, n_ctx: int, max_tokens: int)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Validate the adapter, or compare bare and harness runs of a planner, as the flags ask.
+
+    Returns:
+        The exit status: 2, with one line on stderr, for a wheel, mode or planner that cannot be used.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--validate", action="store_true", help="replay and do-nothing rates (no model)")

@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pocketpilot.evaluation.bench_runs import OutcomeLog, still_valid  # noqa: E402
 from pocketpilot.cli.bench import select_tasks  # noqa: E402
+from pocketpilot.evaluation.bench_runs import OutcomeLog, still_valid  # noqa: E402
 from pocketpilot.evaluation.compare import BenchReport, SuiteReport, TaskOutcome  # noqa: E402
 from pocketpilot.tasks.template import load_templates  # noqa: E402
 from pocketpilot.trainer_bridge.release import difficulty_of  # noqa: E402
@@ -49,6 +49,13 @@ def sample(per_group: int) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run, or resume, the sample through ``pocketpilot bench --compare --resume``.
+
+    The CLI's own run, not a copy of it, so the calibration measures what users run.
+
+    Returns:
+        The bench's exit status.
+    """
     log = Path(args.log)
     cmd = [sys.executable, "-m", "pocketpilot", "bench", "--compare", "--tasks", str(SUITE), "--split", "test",
            "--per-group", str(args.per_group), "--threads", str(args.threads), "--model", args.model,
@@ -73,6 +80,13 @@ def _median(values: Sequence[float]) -> float:
 
 
 def report(args: argparse.Namespace) -> int:
+    """Print the calibration tables from the log (and with ``--markdown``, write them).
+
+    Only tasks of the sample that ran in both modes count, so every comparison is paired.
+
+    Returns:
+        1 when no task of the sample ran in both modes yet, else 0.
+    """
     tasks = sample(args.per_group)
     done = still_valid(OutcomeLog(Path(args.log).parent).load(), tasks, MODES)
     paired = [t for t in tasks if all((t.id, m) in done for m in MODES)]
@@ -135,6 +149,11 @@ def report(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments and run the subcommand.
+
+    Returns:
+        The subcommand's exit status.
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("run", "report"):

@@ -49,6 +49,11 @@ def _outcomes(mode_dir: Path, mode: str, tasks: dict, kit) -> dict[str, TaskOutc
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print the paired table of the traces under ``trace_dir`` (and write its JSON to ``--out``).
+
+    Returns:
+        1 when no task finished in every mode, else 0.
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("trace_dir", type=Path)
     parser.add_argument("--out", type=Path, default=None)

@@ -65,6 +65,10 @@ def _ms(values: list[float]) -> str:
 
 
 async def bench(n: int, phones: int, tmp: Path) -> None:  # noqa: ASYNC220, ASYNC221, ASYNC251 - timing harness
+    """Start the adb server and the simulated phones, print the three figures, and stop them all.
+
+    The phones and the server are stopped in ``finally``, so an interrupted run leaves none behind.
+    """
     port = _free_port()
     env = dict(os.environ, HOME=str(tmp), ADB_LIBUSB="0", ADB_MDNS="0", ANDROID_ADB_SERVER_PORT=str(port))
     server = subprocess.Popen(  # noqa: ASYNC220
@@ -186,6 +190,7 @@ async def bench(n: int, phones: int, tmp: Path) -> None:  # noqa: ASYNC220, ASYN
 
 
 def main() -> None:
+    """Parse the arguments and run the bench with a temporary HOME, so adb's keys and state stay out of the user's."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

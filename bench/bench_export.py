@@ -22,6 +22,10 @@ from pocketpilot.trainer_bridge.export_synthetic import synthetic_episode
 
 
 def main() -> None:
+    """Print each case's median time, steps/s and time against the raw-trace baseline.
+
+    The baseline runs first, in the same process on the same episodes, so the ratios compare like with like.
+    """
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=3)

@@ -37,6 +37,7 @@ MODES = ("gbnf", "llg", "llg+ff")
 
 
 def prompt_file() -> Path:
+    """Where the recorded prompts are kept: later runs decode the same prompts (``--rebuild`` replaces them)."""
     from pocketpilot.models.store import pocketpilot_home
 
     return pocketpilot_home() / "bench" / "ff_prompts.jsonl"
@@ -132,6 +133,7 @@ def llg_mask_times(planner: Any, request: Any, token_ids: list[int]) -> list[flo
 
 
 def main() -> None:
+    """Decode the recorded prompts in each mode on one planner and print the per-action and per-token figures."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--limit", type=int, default=60)

@@ -38,15 +38,22 @@ class Recorder:
 
     @property
     def info(self):
+        """The wrapped planner's info, so the trace records the real planner."""
         return self.inner.info
 
     def count_tokens(self, text):
+        """Count with the wrapped planner's tokenizer, so the context budget is the real one."""
         return self.inner.count_tokens(text)
 
     async def load(self):
+        """Load the wrapped planner."""
         await self.inner.load()
 
     async def plan(self, request):
+        """Plan with the wrapped planner and record the prompt and schema it decoded under.
+
+        The first ``force_tools`` steps may only call tools, so the reuse episode cannot stop early.
+        """
         if len(self.prompts) < self.force_tools:
             request = request.model_copy(update={"kinds": ("tool_call",)})
         out = await self.inner.plan(request)
@@ -54,10 +61,16 @@ class Recorder:
         return out
 
     async def aclose(self):
+        """Leave the wrapped planner open: the bench reuses one model instance across passes."""
         return None
 
 
 async def harness_pass(planner, task, steps, force_tools=0):
+    """Run ``task`` through the harness for at most ``steps`` steps, the KV cache reset first.
+
+    Returns:
+        The episode, and the prompt and schema of each planner call, for the bare replay.
+    """
     run = prepare(task)
     rec = Recorder(planner, force_tools)
     planner._llm.reset()
@@ -68,6 +81,11 @@ async def harness_pass(planner, task, steps, force_tools=0):
 
 
 def bare_pass(planner, prompts):
+    """Replay ``prompts`` as bare completions with the same grammar and sampler, the KV cache reset first.
+
+    Returns:
+        The wall time of each completion, in seconds.
+    """
     llm, s = planner._llm, planner.sampler
     llm.reset()
     times = []
@@ -81,6 +99,10 @@ def bare_pass(planner, prompts):
 
 
 async def main() -> None:
+    """Load the model once, then print the overhead table and the prefix-reuse table.
+
+    One model instance serves every pass, so harness and bare differ only by the harness.
+    """
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--reps", type=int, default=3)
@@ -100,7 +122,8 @@ async def main() -> None:
     for rep in range(args.reps):
         episode, prompts = await harness_pass(planner, task, task.max_steps)
         bare = bare_pass(planner, prompts)
-        for step, b in zip(episode.steps, bare):
+        # not strict: a step the harness runs itself has no planner prompt, so the lists may differ
+        for step, b in zip(episode.steps, bare, strict=False):
             ratios.append(step.duration_s / b)
             rows.append((rep, step.index + 1, step.duration_s, b))
     print("\n== harness overhead (same prompts, same model instance, KV reset before each pass) ==")

@@ -31,6 +31,7 @@ from pocketpilot.trainer_bridge.checkpoints import (
 
 
 def main() -> None:
+    """Register the model, import it again through both gates, and print the wall time of each phase."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--quantize", default="Q8_0")

@@ -74,6 +74,11 @@ def child(model: str, cache: str | None, threads: int | None) -> dict:
 
 
 def spawn(model: str, cache: str | None, threads: int | None) -> dict:
+    """Run :func:`child` in a new process, since a cold start is what is measured.
+
+    Returns:
+        The figures the child printed on its last line.
+    """
     cmd = [sys.executable, __file__, "--child", "--model", model] + (["--cache", cache] if cache else [])
     if threads:
         cmd += ["--threads", str(threads)]
@@ -83,7 +88,8 @@ def spawn(model: str, cache: str | None, threads: int | None) -> dict:
 
 def demo_wall(model: str, home: str, *, yes: bool = False) -> float:
     """``pocketpilot demo`` as ``make demo`` runs it without a terminal: the power-off is denied and
-    the run stops there. ``yes``: the same task with ``run --yes``, every step allowed."""
+    the run stops there. ``yes``: the same task with ``run --yes``, every step allowed.
+    """
     env = dict(os.environ, POCKETPILOT_HOME=home)
     verb = ["run", "--task-id", "ordering-parking-note-then-off", "--yes"] if yes else ["demo"]
     cmd = [sys.executable, "-m", "pocketpilot", *verb, "--model", model, "--trace-dir", str(Path(home) / "traces")]
@@ -93,6 +99,10 @@ def demo_wall(model: str, home: str, *, yes: bool = False) -> float:
 
 
 def demo_figures(model: str, reps: int) -> None:
+    """Print the demo's end-to-end wall times: the first run, then ``reps`` runs each way.
+
+    Every run shares one temporary home, so after the first one the caches are filled as a user's would be.
+    """
     with tempfile.TemporaryDirectory() as home:
         first = demo_wall(model, home)
         again = [demo_wall(model, home) for _ in range(reps)]
@@ -104,6 +114,11 @@ def demo_figures(model: str, reps: int) -> None:
 
 
 def interleaved(model: str) -> list[int]:
+    """Prompt tokens evaluated beyond what each step added, with sessions interleaved on one model.
+
+    The workload is the KV test's own (``tests/planners/test_session_kv.py``), so the bench measures
+    what the test checks.
+    """
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "planners"))
     from test_session_kv import REQUESTS, _excess, _interleaved  # the test's own workload
 
@@ -121,6 +136,7 @@ def interleaved(model: str) -> list[int]:
 
 
 def main() -> None:
+    """Print the cold-start table and the demo and interleaving figures; with ``--child``, one child's figures."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--reps", type=int, default=3)

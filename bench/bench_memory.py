@@ -83,21 +83,25 @@ print(json.dumps({{"rss_mb": rss / 2**20, "peak_mb": hwm / 1024}}))
 
 
 def sentence(rng: random.Random) -> str:
+    """One synthetic phone-assistant sentence; the trailing number keeps every item distinct."""
     return (f"{rng.choice(NAMES)} {rng.choice(VERBS)} the {rng.choice(THINGS)} on {rng.choice(DAYS)} "
             f"note {rng.randrange(10**6)}")
 
 
 def pct(xs: list[float]) -> tuple[float, float]:
+    """The 50th and 95th percentiles of ``xs`` (seconds), in milliseconds."""
     a = np.array(xs) * 1000
     return float(np.percentile(a, 50)), float(np.percentile(a, 95))
 
 
 def fmt(xs: list[float]) -> str:
+    """``xs``'s p50 / p95 as one aligned column of the report."""
     p50, p95 = pct(xs)
     return f"{p50:8.2f} / {p95:8.2f} ms"
 
 
 def timed(fn, items) -> list[float]:  # type: ignore[no-untyped-def]
+    """Call ``fn`` on each item in turn and return each call's wall time, in seconds."""
     out = []
     for item in items:
         t = time.perf_counter()
@@ -107,6 +111,10 @@ def timed(fn, items) -> list[float]:  # type: ignore[no-untyped-def]
 
 
 def synthetic_vectors(base: np.ndarray, n: int, nrng: np.random.Generator) -> np.ndarray:
+    """``n`` unit vectors, each mixed (0.8/0.2) from two real embeddings of ``base`` and jittered.
+
+    Mixing real embeddings keeps neighbourhoods looking real at sizes nobody can embed one by one.
+    """
     a, b = nrng.integers(0, len(base), n), nrng.integers(0, len(base), n)
     vecs = base[a] * 0.8 + base[b] * 0.2 + nrng.normal(0, 0.02, (n, base.shape[1])).astype(np.float32)
     return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
@@ -155,6 +163,7 @@ def vec0_baselines(db, vecs: np.ndarray, qv: np.ndarray, truth: list[set]) -> No
 
 
 def main() -> None:
+    """Print the embedding and write throughput, then the retrieval figures at each store size."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=100)
@@ -169,10 +178,10 @@ def main() -> None:
     fp32, int8 = OnnxMiniLMEmbedder(variant="fp32"), OnnxMiniLMEmbedder(variant="int8")
 
     # The old setup as a baseline: one batch at a time on onnxruntime's own intra-op threads.
-    ort_threads = {e.name: OnnxMiniLMEmbedder(variant=e.name.split("/")[1], threads=None, workers=1,
-                                       batch_size=64)
+    ort_threads = {e.name: OnnxMiniLMEmbedder(variant=e.name.split("/")[1], threads=None, workers=1, batch_size=64)
                    for e in (fp32, int8)}
-    print("== embedding (default: batches of 32 on 1 intra-op thread each, in parallel; ort threads: batches of 64 one at a time)")
+    print("== embedding (default: batches of 32 on 1 intra-op thread each, in parallel; "
+          "ort threads: batches of 64 one at a time)")
     sample = [sentence(rng) for _ in range(512)]
     for emb in (fp32, int8, *ort_threads.values()):
         emb.embed(sample[:64])
@@ -213,6 +222,10 @@ def main() -> None:
 
 
 def run_size(n, path, policy, caller, fp32, int8, base, nrng, rng, args):  # type: ignore[no-untyped-def]
+    """Load a store of ``n`` items and print its search figures beside the baselines measured on it.
+
+    At 100k it also prints the resident memory of a fresh process that serves queries from it.
+    """
     print(f"\n===== N = {n:,}")
     texts = [sentence(rng) for _ in range(n)]
     vecs = synthetic_vectors(base, n, nrng)

@@ -44,10 +44,12 @@ _WORD = re.compile(r"\w+")
 
 
 def norm(text: str) -> str:
+    """Lower-cased words between single spaces, so a substring test matches whole words only."""
     return " " + " ".join(w.lower() for w in _WORD.findall(text)) + " "
 
 
 def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that hold at least two words: a lone word is no memory."""
     return [s.strip() for s in _SENT.split(text) if len(_WORD.findall(s)) >= 2]
 
 
@@ -76,6 +78,11 @@ def load(wheel: Path) -> tuple[dict[str, list[str]], list[dict]]:
 
 
 def relevant(source: str, sents: list[str]) -> set[str]:
+    """The sentences of ``sents`` that an answer's source quote came from.
+
+    A sentence is relevant when it holds a fragment of the quote of three words or more, or is held
+    in one: a quote may join sentences, or cut them with an ellipsis.
+    """
     frags = [norm(f) for part in re.split(r"\.\.\.|…", source) for f in sentences(part.strip(" \"'“”")) or [part]]
     frags = [f for f in frags if len(f.split()) >= 3]
     hits = set()
@@ -87,6 +94,10 @@ def relevant(source: str, sents: list[str]) -> set[str]:
 
 
 def main() -> None:
+    """Write each scenario's sentences to one store and print recall@k of each search mode.
+
+    With ``--tune``, fusion weights are first chosen on the dev half, and reported with the rest.
+    """
     ap = argparse.ArgumentParser()
     ap.add_argument("--cache", type=Path, default=None, help="where the wheel is downloaded")
     ap.add_argument("--tune", action="store_true", help="grid-search fusion weights on the dev half")
@@ -148,6 +159,12 @@ def main() -> None:
 
 
 def evaluate(store: SqliteMemory, questions: list[dict], mode: str) -> dict[str, list[float]]:
+    """Search each question in its scenario and score where its source sentence ranks.
+
+    Returns:
+        Recall at each of ``KS`` over all questions and over the dev and test halves, and the mean
+        reciprocal rank within the top 10.
+    """
     ranks: list[tuple[int, int | None]] = []
     for q in questions:
         caller = Caller.service(SVC, acting_for=q["scenario"])

@@ -57,6 +57,19 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+async def _listening(server: Any, serving: asyncio.Task[None]) -> None:
+    """Wait until the in-process uvicorn server listens.
+
+    uvicorn raises a flag, not an event, once it listens, so the flag is polled; a server that
+    stopped before listening (its startup failed) raises here instead of leaving the wait endless.
+    """
+    while not server.started:
+        if serving.done():
+            serving.result()
+            raise RuntimeError("uvicorn stopped before it listened")
+        await asyncio.sleep(0.01)
+
+
 async def _events(client: httpx.AsyncClient, path: str, headers: dict[str, str], stop: str, after: int = 0,
                   on_event: Any = None) -> list[tuple[int, str, str]]:
     got: list[tuple[int, str, str]] = []
@@ -97,8 +110,7 @@ async def event_delay(steps: int, step_ms: float) -> dict[str, Any]:
         port = _free_port()
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         task = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
+        await _listening(server, task)
         delays: list[float] = []
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
@@ -143,9 +155,10 @@ async def idle_clients(clients: int, rps: float, seconds: float) -> dict[str, An
         token_file.write_text(TOKEN + "\n")
         token_file.chmod(0o600)
         port = _free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "pocketpilot", "serve", "--port", str(port), "--token-file",
-                                 str(token_file), "--trace-dir", str(Path(tmp) / "traces"), "--script", str(script)],
-                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "pocketpilot", "serve", "--port", str(port), "--token-file", str(token_file),
+            "--trace-dir", str(Path(tmp) / "traces"), "--script", str(script),
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
             limits = httpx.Limits(max_connections=clients + 20, max_keepalive_connections=clients + 20)
@@ -179,9 +192,10 @@ async def idle_clients(clients: int, rps: float, seconds: float) -> dict[str, An
         finally:
             proc.send_signal(signal.SIGINT)
             try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
+                await asyncio.wait_for(proc.wait(), timeout=20)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
     return {"clients": clients, "clients_with_every_event_once": complete, "polls": polls, "polls_failed": failed,
             "rps": round(polls / seconds, 1), "rss_before_mb": round(before, 1), "rss_after_mb": round(after, 1),
             "rss_growth_mb": round(after - before, 1), "target_rss_growth_mb": 50}
@@ -207,8 +221,7 @@ async def phones(n: int, model: str, threads: int | None, max_steps: int, contex
         port = _free_port()
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         task = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
+        await _listening(server, task)
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
                 auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -250,6 +263,7 @@ async def phones(n: int, model: str, threads: int | None, max_steps: int, contex
 
 
 def main() -> None:
+    """Run the figures ``--only`` names (all of them by default) and print them as one JSON object."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--step-ms", type=float, default=25.0)
