@@ -34,6 +34,7 @@ import shutil
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -213,118 +214,221 @@ def build_release(
         UsageError: a bad version name. ReleaseError: the version exists, or nothing to release.
         ReleaseLeakError: held-out or deleted data survived the filters.
     """
+    root = Path(root)
+    _check_new_version(root, version)
+    filters = _Filters.of(tasks, deleted_memory_ids, deleted_users, ledger)
+    excluded: Counter[str] = Counter()
+    shipped = _shipped(store, filters, excluded)
+    entries, sft_rows = _entries_and_sft_rows(shipped)
+    rl_rows = [redact_row(g.row()) for g in rl_groups([ep for _, ep in shipped], group_size=group_size, min_size=1)]
+    weights = _weigh(entries)
+    _leak_check(sft_rows, rl_rows, filters.held_ids, filters.deleted_ids)
+    cut = _Cut(entries=entries, sft_rows=sft_rows, rl_rows=rl_rows, weights=weights,
+               excluded=dict(sorted(excluded.items())))
+    manifest = _publish(cut, store, root, version, parquet)
+    logger.info("release %s: %s, excluded %s", version, manifest.counts, manifest.excluded)
+    return manifest
+
+
+def _check_new_version(root: Path, version: str) -> None:
+    """Refuse a version name that is no plain directory name, or one that exists: releases are frozen."""
     if not _VERSION.match(version):
         raise UsageError(f"bad release version {version!r}: letters, digits and ._- only")
-    root = Path(root)
     final = root / version
     if final.exists():
         raise ReleaseError(f"release {version} already exists at {final}: releases are frozen")
-    if tasks is None:
-        from ..tasks import load_suite
 
-        tasks = load_suite()
-    held_ids = {t.id for t in tasks if t.split in HELD_OUT}
-    held_goals = {_norm_goal(t.goal) for t in tasks if t.split in HELD_OUT}
-    deleted_ids = set(deleted_memory_ids)
-    gone_users = set(deleted_users)
-    excluded: Counter[str] = Counter()
-    shipped: list[tuple[dict[str, Any], Episode]] = []
-    for rec, episode in store.releasable():
-        if (rec.task_id and rec.task_id in held_ids) or _norm_goal(episode.header.request) in held_goals:
+
+@dataclass(frozen=True)
+class _Filters:
+    """What must not ship: held-out tasks (by id or goal), deleted users and deleted memories."""
+
+    held_ids: set[str]
+    held_goals: set[str]
+    gone_users: set[str]
+    deleted_ids: set[str]
+    ledger: DeletionLedger | None
+
+    @classmethod
+    def of(cls, tasks: Sequence[TaskSpec] | None, deleted_memory_ids: Iterable[str], deleted_users: Iterable[str],
+           ledger: DeletionLedger | None) -> _Filters:
+        """The filters for ``tasks``' held-out splits (the bundled suite's when None) and the deletions."""
+        if tasks is None:
+            from ..tasks import load_suite
+
+            tasks = load_suite()
+        held = [t for t in tasks if t.split in HELD_OUT]
+        return cls(held_ids={t.id for t in held}, held_goals={_norm_goal(t.goal) for t in held},
+                   gone_users=set(deleted_users), deleted_ids=set(deleted_memory_ids), ledger=ledger)
+
+    def admit(self, task_id: str | None, episode: Episode, excluded: Counter[str]) -> Episode | None:
+        """The episode as it may ship, or None; each exclusion is counted in ``excluded`` under its reason."""
+        if (task_id and task_id in self.held_ids) or _norm_goal(episode.header.request) in self.held_goals:
             excluded["held_out_split"] += 1
-            continue
-        if episode_users(episode) & gone_users:
+            return None
+        if episode_users(episode) & self.gone_users:
             excluded["deleted_user"] += 1
-            continue
-        episode, removed = scrub_deleted(episode, deleted_ids)
+            return None
+        return self._without_deleted_memories(episode, excluded)
+
+    def _without_deleted_memories(self, episode: Episode, excluded: Counter[str]) -> Episode | None:
+        """The episode with deleted memories scrubbed, or None where it still quotes one.
+
+        A quote is found by the removed text itself, and through the ledger for a memory deleted
+        after the run (whose quote may carry no id).
+        """
+        episode, removed = scrub_deleted(episode, self.deleted_ids)
         if removed:
             text = episode.model_dump_json()
             if any(t in text for t in removed):
                 excluded["quotes_deleted_memory"] += 1
-                continue
+                return None
             excluded["memories_scrubbed"] += len(removed)
-        if ledger:
-            guarded = guard_episode(episode, ledger)
+        if self.ledger:
+            guarded = guard_episode(episode, self.ledger)
             if guarded is None:
                 excluded["quotes_deleted_memory"] += 1
-                continue
-            episode = guarded
-        shipped.append((rec.model_dump(mode="json"), episode))
+            return guarded
+        return episode
+
+
+def _shipped(store: CurationStore, filters: _Filters, excluded: Counter[str]) -> list[tuple[dict[str, Any], Episode]]:
+    """The releasable records that pass the filters, each as (its record as JSON, the episode that ships).
+
+    Raises:
+        ReleaseError: none passes.
+    """
+    shipped: list[tuple[dict[str, Any], Episode]] = []
+    for rec, episode in store.releasable():
+        kept = filters.admit(rec.task_id, episode, excluded)
+        if kept is not None:
+            shipped.append((rec.model_dump(mode="json"), kept))
     if not shipped:
         raise ReleaseError("nothing to release: no releasable record survived the filters")
+    return shipped
 
+
+def _outcomes_by_task(shipped: Sequence[tuple[dict[str, Any], Episode]]) -> dict[str, list[bool]]:
+    """The verified outcomes of each task among the shipped episodes: what a task's difficulty is read from."""
     by_task: dict[str, list[bool]] = defaultdict(list)
     for _rec, ep in shipped:
         if ep.header.task_id and ep.verdict is not None:
             by_task[ep.header.task_id].append(ep.verdict.success)
+    return by_task
+
+
+def _entries_and_sft_rows(
+    shipped: Sequence[tuple[dict[str, Any], Episode]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The manifest's entry of every shipped episode, and the (redacted) SFT rows of the eligible ones."""
+    by_task = _outcomes_by_task(shipped)
     sft_rows = []
     entries: list[dict[str, Any]] = []
     for rec, ep in shipped:
         record = sft_record(ep, complete=bool(rec["complete"]))
         if record.eligible:
             sft_rows.append(redact_row(record.row()))
-        outcomes = by_task.get(ep.header.task_id or "")
-        entries.append(
-            {
-                "hash": hashlib.sha256(ep.model_dump_json().encode()).hexdigest(),
-                "store_hash": rec["hash"],
-                "episode_id": ep.header.episode_id,
-                "task_id": ep.header.task_id,
-                "capability": rec["capability"] or "unknown",
-                "difficulty": difficulty_of(sum(outcomes) / len(outcomes)) if outcomes else "unknown",
-                "source": rec["source"],
-                "success": ep.verdict.success if ep.verdict else None,
-                "in_sft": record.eligible,
-            }
-        )
-    rl_rows = [redact_row(g.row()) for g in rl_groups([ep for _, ep in shipped], group_size=group_size, min_size=1)]
+        entries.append(_entry(rec, ep, record.eligible, by_task.get(ep.header.task_id or "")))
+    return entries, sft_rows
+
+
+def _entry(rec: dict[str, Any], ep: Episode, in_sft: bool, outcomes: list[bool] | None) -> dict[str, Any]:
+    """One shipped episode as the manifest records it (its weight is added once all are known)."""
+    return {
+        "hash": hashlib.sha256(ep.model_dump_json().encode()).hexdigest(),
+        "store_hash": rec["hash"],
+        "episode_id": ep.header.episode_id,
+        "task_id": ep.header.task_id,
+        "capability": rec["capability"] or "unknown",
+        "difficulty": difficulty_of(sum(outcomes) / len(outcomes)) if outcomes else "unknown",
+        "source": rec["source"],
+        "success": ep.verdict.success if ep.verdict else None,
+        "in_sft": in_sft,
+    }
+
+
+def _weigh(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Set each entry's sampling weight (mean 1) so capabilities, difficulties and sources weigh alike.
+
+    Returns:
+        Per dimension, the factor each value gets.
+    """
     weights = {dim: _balance([e[dim] for e in entries]) for dim in ("capability", "difficulty", "source")}
     raw = [weights["capability"][e["capability"]] * weights["difficulty"][e["difficulty"]] * weights["source"][e["source"]]
            for e in entries]
     mean = sum(raw) / len(raw)
     for e, w in zip(entries, raw, strict=True):
         e["weight"] = round(w / mean, 6)
+    return weights
 
-    _leak_check(sft_rows, rl_rows, held_ids, deleted_ids)
 
+@dataclass(frozen=True)
+class _Cut:
+    """What a release holds, before it is written."""
+
+    entries: list[dict[str, Any]]
+    sft_rows: list[dict[str, Any]]
+    rl_rows: list[dict[str, Any]]
+    weights: dict[str, dict[str, float]]
+    excluded: dict[str, int]
+
+
+def _publish(cut: _Cut, store: CurationStore, root: Path, version: str, parquet: bool | None) -> ReleaseManifest:
+    """Write the release in a temporary directory under ``root`` and rename it into place, read-only.
+
+    A reader never sees half a release, and a failure leaves nothing behind.
+    """
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{version}."))
     try:
-        # an empty dataset file is left out, not written: datasets.load_dataset cannot open one
-        tables = [(name, rows) for name, rows in (("sft", sft_rows), ("rl", rl_rows)) if rows]
-        for name, rows in tables:
-            write_jsonl(rows, tmp / f"{name}.jsonl")
-        want_parquet = parquet
-        if want_parquet is not False:
-            try:
-                for name, rows in tables:
-                    write_parquet(rows, tmp / f"{name}.parquet", name)  # type: ignore[arg-type]
-            except ExportDependencyError:
-                if want_parquet:
-                    raise
-                logger.info("pyarrow not installed: release %s ships JSONL only", version)
+        _write_tables(tmp, cut, parquet, version)
         files = {p.name: _sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        manifest = ReleaseManifest(
-            version=version,
-            parent=_parent(root),
-            created_at=utcnow().isoformat(),
-            store=str(store.path),
-            counts={"episodes": len(entries), "sft": len(sft_rows), "rl_groups": len(rl_rows)},
-            excluded=dict(sorted(excluded.items())),
-            weights=weights,
-            records=entries,
-            files=files,
-        )
-        manifest = manifest.model_copy(update={"manifest_sha256": _manifest_hash(manifest)})
+        manifest = _manifest(cut, store, root, version, files)
         (tmp / "manifest.json").write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
         for p in tmp.iterdir():
             p.chmod(0o444)
-        os.rename(tmp, final)  # fails if another process created the version meanwhile
+        os.rename(tmp, root / version)  # fails if another process created the version meanwhile
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    logger.info("release %s: %s, excluded %s", version, manifest.counts, manifest.excluded)
     return manifest
+
+
+def _write_tables(folder: Path, cut: _Cut, parquet: bool | None, version: str) -> None:
+    """Write the SFT and RL tables as JSONL, and as Parquet unless ``parquet`` is False.
+
+    Raises:
+        ExportDependencyError: ``parquet`` is True and pyarrow is not installed (None falls back to JSONL only).
+    """
+    # an empty dataset file is left out, not written: datasets.load_dataset cannot open one
+    tables = [(name, rows) for name, rows in (("sft", cut.sft_rows), ("rl", cut.rl_rows)) if rows]
+    for name, rows in tables:
+        write_jsonl(rows, folder / f"{name}.jsonl")
+    if parquet is False:
+        return
+    try:
+        for name, rows in tables:
+            write_parquet(rows, folder / f"{name}.parquet", name)  # type: ignore[arg-type]
+    except ExportDependencyError:
+        if parquet:
+            raise
+        logger.info("pyarrow not installed: release %s ships JSONL only", version)
+
+
+def _manifest(cut: _Cut, store: CurationStore, root: Path, version: str, files: dict[str, str]) -> ReleaseManifest:
+    """The release's manifest, sealed with its own hash."""
+    manifest = ReleaseManifest(
+        version=version,
+        parent=_parent(root),
+        created_at=utcnow().isoformat(),
+        store=str(store.path),
+        counts={"episodes": len(cut.entries), "sft": len(cut.sft_rows), "rl_groups": len(cut.rl_rows)},
+        excluded=cut.excluded,
+        weights=cut.weights,
+        records=cut.entries,
+        files=files,
+    )
+    return manifest.model_copy(update={"manifest_sha256": _manifest_hash(manifest)})
 
 
 def _leak_check(
