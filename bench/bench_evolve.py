@@ -14,6 +14,12 @@ generate``, then ``pocketpilot evolve`` for two iterations; the figures are repo
 
 Both resume: run the same command again after a kill. Each prints the per-iteration table,
 writes it to ``OUT/report.md`` and prints the load average; ``--out`` moves the state folder.
+
+The decode memo (``OUT/decode-memo.jsonl``) is on, as in ``pocketpilot evolve``; ``--no-decode-memo``
+times the same iteration without it (use another ``--out``: a folder keeps the memo it has)::
+
+    flock /work/runs/model.lock .venv/bin/python bench/bench_evolve.py suite --out /tmp/evolve-memo
+    flock /work/runs/model.lock .venv/bin/python bench/bench_evolve.py suite --out /tmp/evolve-nomemo --no-decode-memo
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ def _evolve(tasks: Path, out: Path, args: argparse.Namespace, iterations: int) -
     t0 = time.monotonic()
     _run([*CLI, "evolve", "--tasks", str(tasks), "--out", str(out), "--iterations", str(iterations),
           "--dev-sample", str(args.dev_sample), "--evolve-sample", str(args.evolve_sample),
-          "--max-candidates", str(args.max_candidates), "--model", args.model, "--auto-approve"])
+          "--max-candidates", str(args.max_candidates), "--model", args.model, "--auto-approve",
+          *(["--no-decode-memo"] if args.no_decode_memo else [])])
     print(f"wall {time.monotonic() - t0:.0f}s, load average {os.getloadavg()[0]:.2f}")  # noqa: T201
 
 
@@ -56,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evolve-sample", type=int, default=None)
     parser.add_argument("--max-candidates", type=int, default=4)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--no-decode-memo", action="store_true",
+                        help="decode every step again (the time an iteration takes without the memo)")
     args = parser.parse_args(argv)
     results = ROOT / "bench" / "results"
     if args.which == "suite":

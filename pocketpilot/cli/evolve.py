@@ -53,12 +53,15 @@ def _planner_factory(model: str, endpoint: str | None, temperature: float, max_n
 @click.option("--ablation", "ablation_file", type=click.Path(dir_okay=False), default=None,
               help="A policy ablation on dev (the JSON of bench/bench_ablation.py, or {policy: cost}): a policy "
                    "it shows costing tasks becomes a candidate to leave out, measured like any other.")
+@click.option("--decode-memo/--no-decode-memo", "decode_memo", default=True, show_default=True,
+              help="Serve a greedy decode this run (or an earlier one on OUT) already made from OUT/decode-memo.jsonl: "
+                   "a candidate's rerun decodes only the steps whose prompt it changes. Never used for sampling.")
 @planner_options
 def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int, max_candidates: int, seed: int,
            out: str, eta_file: str | None, auto_approve: bool, min_support: int, evict_threshold: int,
            harm_pairing: str, use_embedder: bool, model: str,
            endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
-           ablation_file: str | None = None) -> None:
+           ablation_file: str | None = None, decode_memo: bool = True) -> None:
     """Run dev tasks under η, learn from them, accept what gains on evolve, and repeat.
 
     Never reads the test split. Prints and writes (OUT/report.md) the per-iteration table.
@@ -85,7 +88,7 @@ def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int,
 
     loop = EvolveLoop(out, settings, factory, base_eta=base, library=kit.library,
                       proposer=CandidateProposer(min_support, ablation=ablation), distiller=ExperienceDistiller(),
-                      auto_approve=auto_approve, on_event=click.echo)
+                      auto_approve=auto_approve, on_event=click.echo, decode_memo=decode_memo)
     loop.check()
     if use_embedder:
         from ._embedder import default_embedder

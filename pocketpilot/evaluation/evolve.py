@@ -31,6 +31,13 @@ stopped at, on this machine or another.
 
 Proposers and distillers are small protocols so new sources of candidates (tool text from
 errors, experience libraries) plug in without touching the loop.
+
+**Decode memo.** Every planner runs through a :class:`~pocketpilot.harness.planners.decode_memo.MemoPlanner`
+over ``OUT/decode-memo.jsonl`` (unless ``decode_memo=False``): a candidate changes the prompts of
+only the steps it reaches, so its rerun of the evolve sample decodes those and is served the
+baseline's greedy output everywhere else (and a resumed run keeps what was decoded). It
+memoizes only greedy decodes of a planner that vouches for them; a served step says so in its
+trace (``PlannerTurn.memo``).
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from ..adapters import Eta, EtaError, Revision, RevisionError, RevisionStore, ap
 from ..contracts import Episode
 from ..errors import UsageError
 from ..harness import Planner
+from ..harness.planners.decode_memo import DecodeMemo, MemoPlanner
 from ..memory import Embedder
 from ..tasks import TaskSpec
 from ..tasks.split_index import load_split_tasks
@@ -71,6 +79,7 @@ from .task_episode import HarnessKit
 
 __all__ = [
     "AUTO_APPROVER",
+    "MEMO_FILE",
     "MAX_GROUP_LOSS",
     "MIN_GAIN",
     "CandidateProposer",
@@ -94,6 +103,8 @@ MIN_GAIN = 2
 MAX_GROUP_LOSS = 1
 """Most tasks of any one group an accepted configuration may lose (pass before, fail after)."""
 AUTO_APPROVER = "pocketpilot evolve --auto-approve"
+MEMO_FILE = "decode-memo.jsonl"
+"""The decode memo in the output folder (see the module docstring)."""
 
 PlannerFactory = Callable[[TaskSpec, Eta], Planner]
 """A planner for one task under one η (the CLI returns its one loaded model every time)."""
@@ -258,6 +269,10 @@ class EvolveLoop:
         embedder: vector backend of the tasks' memory stores (None: keyword-only).
         auto_approve: approve the accepted revision at once (benches); else wait for a reviewer.
         on_event: called with a line per finished episode and step (the CLI prints them).
+        decode_memo: serve decodes a run already made from ``OUT/decode-memo.jsonl`` (module docstring).
+
+    Raises:
+        DecodeMemoError: the memo file holds a complete line that does not parse.
     """
 
     def __init__(
@@ -273,12 +288,14 @@ class EvolveLoop:
         embedder: Embedder | None = None,
         auto_approve: bool = False,
         on_event: Callable[[str], None] | None = None,
+        decode_memo: bool = True,
     ) -> None:
         self.state = StateFolder(out)
         self.settings = settings
         self.on_event = on_event or (lambda line: None)
         self._tasks: dict[str, list[TaskSpec]] | None = None
         self.tasks()  # bad input fails before the folder is touched
+        self.memo = DecodeMemo(self.state.root / MEMO_FILE) if decode_memo else None
         self.lock = FolderLock(self.state.root, on_takeover=lambda pid: self.on_event(
             f"warning: taking over {self.state.root}'s lock from pid {pid}, which ended without releasing it"))
         self.planner_factory = planner_factory
@@ -476,6 +493,7 @@ class EvolveLoop:
                 if k in digests and o.task_digest in ("", digests[k])}
         kit = self._kit(eta)
         out: dict[str, TaskOutcome] = {}
+        memo_before = self.memo.stats.copy() if self.memo is not None else None
         for n, task in enumerate(tasks, 1):
             if settled is not None and settled(out):
                 self.on_event(f"[{label}] settled after {len(out)} of {len(tasks)} task(s): the rest cannot "
@@ -485,6 +503,8 @@ class EvolveLoop:
                 out[task.id] = done[task.id]
                 continue
             planner = self.planner_factory(task, eta)
+            if self.memo is not None:
+                planner = MemoPlanner(planner, self.memo)
             _, outcome = await run_task(task, planner, mode="harness", trace_dir=folder / "traces",
                                         embedder=self.embedder, kit=kit)
             if outcome.trace:  # relative to the output folder: the folder resumes on another machine
@@ -494,6 +514,10 @@ class EvolveLoop:
             mark = "PASS" if outcome.success else "fail"
             self.on_event(f"[{label} {n}/{len(tasks)}] {mark} {task.id} {task.group} steps={outcome.steps} "
                           f"{outcome.wall_s:.1f}s")
+        if self.memo is not None and memo_before is not None:
+            ran = self.memo.stats.since(memo_before)
+            if ran.hits or ran.misses:
+                self.on_event(f"[{label}] {ran.line()}")
         return out
 
     def _episodes(self, outcomes: dict[str, TaskOutcome]) -> list[Episode]:

@@ -253,9 +253,10 @@ class MemoPlanner:
         try:
             out = await self.planner.plan(request)
         except PlannerOutputError as exc:
-            if isinstance(exc.turn, PlannerTurn) and exc.turn.finish_reason != "cancelled":
+            turn = exc.turn if isinstance(exc.turn, PlannerTurn) else PlannerTurn(raw=exc.raw, finish_reason="error")
+            if turn.finish_reason != "cancelled":
                 stats.misses += 1
-                await asyncio.to_thread(self.memo.put, _Record(v=MEMO_FORMAT, key=key, turn=exc.turn, error=exc.reason))
+                await asyncio.to_thread(self.memo.put, _Record(v=MEMO_FORMAT, key=key, turn=turn, error=exc.reason))
             raise
         if out.turn.finish_reason != "cancelled":
             stats.misses += 1

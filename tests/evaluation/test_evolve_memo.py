@@ -1,0 +1,142 @@
+"""evolve's decode memo: a candidate's rerun decodes only where its prompt differs; a resumed run keeps what was decoded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pocketpilot.contracts import Finish, PlannerInfo, PlannerTurn, SamplerSettings, digest
+from pocketpilot.evaluation.evolve import MEMO_FILE
+from pocketpilot.harness.action_schema import parse_action
+from pocketpilot.harness.base import PlannerOutput, PlanRequest
+from pocketpilot.harness.planners.decode_memo import DecodeMemo, DecodeMemoError
+from pocketpilot.tasks import TaskSpec, oracle_actions
+from pocketpilot.tracing.trace import read_trace
+
+HERE = Path(__file__).parent
+MINTS_IDS = ("delegate", "memory_search", "memory_write")
+"""Actions whose result shows the planner an id drawn at random this run."""
+HELP_TEXT = "Work through the request step by step."  # the help note of evolve_helpers.HelpNoteProposer
+sys.path.insert(0, str(HERE))
+import evolve_helpers as h  # noqa: E402
+
+
+class Greedy:
+    """A greedy stand-in whose action is a function of the prompt: the task's oracle when the task
+    "knows how" (its id hashes even) or when the help note is in the prompt, else an immediate finish.
+    """
+
+    def __init__(self, task: TaskSpec, decodes: list[str]) -> None:
+        self.task, self.decodes = task, decodes
+        self.info = PlannerInfo(backend="fake", model="fake.gguf", model_sha256="f" * 64, sampler=SamplerSettings())
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text) // 4)
+
+    async def load(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    def decode_identity(self, request: PlanRequest) -> dict[str, Any]:
+        return {"prompt": digest([m.model_dump(mode="json") for m in request.messages])}
+
+    async def plan(self, request: PlanRequest) -> PlannerOutput:
+        self.decodes.append(self.task.id)
+        helped = any(HELP_TEXT in m.content for m in request.messages)
+        knows = not h._odd(self.task.id) or helped
+        step = sum(1 for m in request.messages if m.role == "assistant")
+        script = oracle_actions(self.task) if knows else [Finish(summary="Done.")]
+        raw = json.dumps(script[min(step, len(script) - 1)].model_dump(mode="json"))
+        return PlannerOutput(action=parse_action(raw, request.tools, request.kinds),
+                             turn=PlannerTurn(raw=raw, latency_s=1.0))
+
+
+class Factory:
+    def __init__(self) -> None:
+        self.decodes: list[str] = []
+
+    def __call__(self, task: TaskSpec, eta: Any) -> Greedy:
+        return Greedy(task, self.decodes)
+
+
+def _loop(out: Path, tasks: Path, factory: Factory, **kwargs: Any):  # type: ignore[no-untyped-def]
+    from pocketpilot.evaluation.evolve import EvolveLoop, NoDistiller
+    from pocketpilot.evaluation.evolve_state import EvolveSettings
+
+    settings = EvolveSettings(tasks_dir=str(tasks), dev_sample=6, evolve_sample=6, seed=1)
+    kwargs.setdefault("auto_approve", True)
+    return EvolveLoop(out, settings, factory, base_eta=h.base_eta(), proposer=h.HelpNoteProposer(),
+                      distiller=NoDistiller(), **kwargs)
+
+
+def _decision(out: Path) -> dict:
+    d = json.loads((out / "iter-01" / "decision.json").read_text())
+    return {"measured": d["measured"], "accepted": d["accepted"]}
+
+
+def _memo_steps(folder: Path) -> int:
+    def count(episode: Any) -> int:
+        return sum(int(s.planner is not None and s.planner.memo) + sum(count(c) for c in s.children)
+                   for s in episode.steps)
+
+    return sum(count(read_trace(trace)[0]) for trace in folder.glob("**/traces/*.jsonl"))
+
+
+def test_a_candidate_is_served_where_its_prompts_did_not_change_and_decides_the_same(team_tasks: Path,
+                                                                                     tmp_path: Path) -> None:
+    on, off = Factory(), Factory()
+    memo_loop = _loop(tmp_path / "on", team_tasks, on)
+    asyncio.run(memo_loop.run(1))
+    asyncio.run(_loop(tmp_path / "off", team_tasks, off, decode_memo=False).run(1))
+    assert _decision(tmp_path / "on") == _decision(tmp_path / "off")  # the same runs, the same decision
+    stats = memo_loop.memo.stats
+    assert stats.hits > 0 and len(on.decodes) == stats.misses
+    assert len(off.decodes) == len(on.decodes) + stats.hits  # each hit is a decode not made
+    assert len(DecodeMemo(tmp_path / "on" / MEMO_FILE)) == len(on.decodes)
+    assert _memo_steps(tmp_path / "on" / "iter-01" / "evolve") == stats.hits  # each served step says so
+    assert not (tmp_path / "off" / MEMO_FILE).exists() and _memo_steps(tmp_path / "off") == 0
+
+
+def test_a_resumed_measurement_decodes_only_the_steps_that_read_a_fresh_id(team_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = Factory()
+    asyncio.run(_loop(out, team_tasks, first, auto_approve=False).run(1))
+    decided = _decision(out)
+    # killed after the candidate's episodes ran but before their outcomes and the decision were written
+    (out / "iter-01" / "decision.json").unlink()
+    for name in decided["measured"]:
+        shutil.rmtree(out / "iter-01" / "evolve" / name)
+    again = Factory()
+    asyncio.run(_loop(out, team_tasks, again, auto_approve=False).run(1))
+    assert _decision(out) == decided
+    # decoded again: only the steps after a delegation or a memory action, whose prompt shows an id
+    # minted this run (the sub-agent's episode id, a memory's id: a new uuid each run); the rest is served
+    decoded, served = [], 0
+    for name in decided["measured"]:
+        for trace in (out / "iter-01" / "evolve" / name).glob("traces/*.jsonl"):
+            episode = read_trace(trace)[0]
+            minted = [s.index for s in episode.steps if s.action is not None and s.action.kind in MINTS_IDS]
+            for s in episode.steps:
+                if s.planner is not None and not s.planner.memo:
+                    decoded.append((episode.header.task_id, s.index, bool(minted) and s.index > minted[0]))
+                served += sum(1 for c in s.children for cs in c.steps if cs.planner is not None and cs.planner.memo)
+                served += int(s.planner is not None and s.planner.memo)
+    assert served > 0 and len(again.decodes) == len(decoded)
+    assert all(after for _, _, after in decoded), decoded
+
+
+def test_a_corrupt_memo_fails_before_anything_runs(team_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MEMO_FILE).write_text("{not a record\n")
+    with pytest.raises(DecodeMemoError):
+        _loop(out, team_tasks, Factory())
+    assert not (out / "eta.json").exists()
