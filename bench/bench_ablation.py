@@ -25,6 +25,10 @@ serves too when its traces were written after steps recorded their interventions
 η's policy set (anything else is refused); run it with the same planner flags, or the reruns are
 not paired with it. The JSON's ``ablation`` key is the ``{policy: cost}`` mapping evolve reads:
 ``pocketpilot evolve --tasks DIR --ablation /tmp/ablation.json``. Tune on dev only.
+
+``--decode-memo PATH`` serves a rerun's steps whose prompt the left-out policy did not change from
+the memo (:mod:`pocketpilot.harness.planners.decode_memo`) instead of decoding them again. Leave it
+off with ``--verify-untouched``: a served rerun repeats the baseline by construction, so it checks nothing.
 """
 
 from __future__ import annotations
@@ -83,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--n-ctx", type=int, default=None, help="context window (default: the largest a task asks, else 8192)")
     ap.add_argument("--max-tokens", type=int, default=256, help="most tokens one action may take")
     ap.add_argument("--reproducible", action="store_true", help="reuse only the stable prefix from the KV cache")
+    ap.add_argument("--decode-memo", type=Path, default=None, metavar="PATH",
+                    help="serve greedy decodes already made from this JSONL file (not with --verify-untouched)")
     ap.add_argument("--no-embedder", dest="embedder", action="store_false",
                     help="keyword-only memory retrieval (bench's default is the MiniLM embedder)")
     return ap
@@ -139,6 +145,8 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
     try:
         if args.verify_untouched < 0:
             raise UsageError("--verify-untouched takes N >= 0")
+        if args.decode_memo is not None and args.verify_untouched:
+            raise UsageError("--decode-memo serves untouched reruns from the baseline: --verify-untouched would check nothing")
         tasks = select_tasks(args.split, tuple(args.task_id), tuple(args.group), args.limit, args.per_group,
                              directory=args.tasks)
         kit = kit if kit is not None else load_harness_kit()
@@ -157,6 +165,17 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
 
         embedder = default_embedder()
     planner = _llama(args, tasks) if planner_for is None else None
+    memo = None
+    if args.decode_memo is not None:
+        from pocketpilot.harness.planners.decode_memo import DecodeMemo, MemoPlanner
+
+        try:
+            memo = DecodeMemo(args.decode_memo)
+        except PocketPilotError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 2
+        inner = planner_for or (lambda task, off: planner)
+        planner_for = lambda task, off: MemoPlanner(inner(task, off), memo)  # noqa: E731
     _say(f"{len(tasks)} task(s) of the {args.split} split; ablating {', '.join(policies)}"
          f"{'; baseline from ' + str(args.from_traces) if baseline else ''}")
 
@@ -181,6 +200,8 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
         return report.model_copy(update={"planner": info, "meta": meta})
 
     report = asyncio.run(go())
+    if memo is not None:
+        _say(memo.stats.line())
     differs = report.meta.get("planner_differs_from_baseline")
     if differs:
         _say(f"warning: the traced baseline ran with another {', '.join(differs)}: the reruns are not paired with it")

@@ -95,6 +95,9 @@ def select_tasks(
 @click.option("--ray-address", default=None, help="Ray cluster address (default: start a local one).")
 @click.option("--guidance-file", "guidance_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A document (an operating policy) every task runs with instead of its own; repeatable.")
+@click.option("--decode-memo", "decode_memo", type=click.Path(dir_okay=False), default=None,
+              help="Serve greedy decodes already made from this JSONL file and store new ones (see "
+                   "pocketpilot.harness.planners.decode_memo); off by default: never with wall-time figures.")
 @exposure_options
 @planner_options
 def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], groups: tuple[str, ...], limit: int | None,
@@ -102,7 +105,8 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
           compare: bool, use_embedder: bool, out: str | None, markdown_out: str | None, trace_dir: str | None,
           shard: str | None, resume: bool, backend: str, workers: int, ray_address: str | None,
           model: str, endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
-          guidance_files: tuple[str, ...] = (), exposure: str = "task", tool_k: int | None = None) -> None:
+          guidance_files: tuple[str, ...] = (), exposure: str = "task", tool_k: int | None = None,
+          decode_memo: str | None = None) -> None:
     """Run bundled tasks with and/or without the harness; per group: success, steps, output tokens, wall time.
 
     A task's guidance, budget and n_ctx (its own, or its folder's ``_defaults.yaml``) apply;
@@ -134,6 +138,8 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
     done = still_valid(done, tasks, modes)
     if resume:
         click.echo(f"resume: {len(done)} of {len(tasks) * len(modes)} run(s) already finished")
+    if backend == "ray" and decode_memo:
+        raise UsageError("--decode-memo applies to --backend local (one process owns the memo file)")
     if backend == "ray":
         _refuse_for_ray(ctx, settings, tasks)
         _bench_ray(tasks, modes, done, log, split, model, endpoint, temperature, max_new_tokens, workers,
@@ -147,6 +153,12 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
     kit = load_harness_kit()
     windows = [t.n_ctx for t in tasks if t.n_ctx is not None]
     planner = build_planner(model, endpoint, temperature, max_new_tokens, pull, n_ctx=max(windows) if windows else None)
+    memo = None
+    if decode_memo:
+        from ..harness.planners.decode_memo import DecodeMemo, MemoPlanner
+
+        memo = DecodeMemo(decode_memo)
+        planner = MemoPlanner(planner, memo)
 
     bar = task_bar(len(tasks) * len(modes) - len(done))  # runs left of the total, with an ETA (on a terminal)
 
@@ -171,6 +183,8 @@ def bench(tasks_dir: str | None, split: str | None, task_ids: tuple[str, ...], g
             await planner.aclose()
 
     report = asyncio.run(main())
+    if memo is not None:
+        click.echo(memo.stats.line())
     _write_report(report, out, markdown_out)
 
 
