@@ -8,12 +8,16 @@ Runs the harness mode of each selected task once per variant of η's ``memory`` 
 - ``legacy``: every switch off (``MemorySettings.legacy()``, no ``asked_back``): the harness as
   it was before issue 35;
 - ``no-<key>``: the defaults with one switch off (``recall``, ``budget``, ``dated``,
-  ``standing_wishes``, ``answers``, ``keep_search``, ``asked_back``).
+  ``standing_wishes``, ``answers``, ``keep_search``, ``asked_back``);
+- ``with-<key>``: the defaults with one switch on that is off by default (``newest_last``).
 
 Tune on dev only. Every run loads the GGUF model: run it under the model lock::
 
     flock /work/runs/model.lock .venv/bin/python bench/bench_memory_answer.py --split dev \\
         --group memory --limit 20 --variants on legacy --out /tmp/memory_answer.json
+
+    flock /work/runs/model.lock .venv/bin/python bench/bench_memory_answer.py --split dev \\
+        --group memory --limit 20 --variants on with-newest_last --out /tmp/memory_newest_last.json
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, ru
 from pocketpilot.tasks import load_suite
 
 KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search")
-VARIANTS = ("on", "legacy", *(f"no-{k}" for k in (*KEYS, "asked_back")))
+OFF_KEYS = ("newest_last",)
+"""Switches off by default: their variant turns one on."""
+VARIANTS = ("on", "legacy", *(f"no-{k}" for k in (*KEYS, "asked_back")), *(f"with-{k}" for k in OFF_KEYS))
 
 
 def variant_kit(base: HarnessKit, name: str) -> HarnessKit:
@@ -48,6 +54,8 @@ def variant_kit(base: HarnessKit, name: str) -> HarnessKit:
     elif name.startswith("no-"):
         key = name[3:]
         settings = settings.model_copy(update={key: 0 if key == "budget" else False})
+    elif name.startswith("with-") and name[5:] in OFF_KEYS:
+        settings = settings.model_copy(update={name[5:]: True})
     elif name != "on":
         raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     return HarnessKit(base.library, eta=eta.model_copy(update={"memory": settings, "policies": policies}))

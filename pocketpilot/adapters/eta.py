@@ -209,6 +209,8 @@ class Eta(_Model):
             del data["tool_retrieval"]
         if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
             del data["memory"]
+        elif data.get("memory", {}).get("newest_last") is False:  # off: hashed and stored as before the key existed
+            del data["memory"]["newest_last"]
         entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
         for entry in entries:
             if entry.get("world", "") is None:

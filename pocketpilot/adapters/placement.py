@@ -11,7 +11,11 @@ that a reviewed revision, or an ablation, turns on and off:
 - ``answers``: ``finish`` carries an answer, and the rules and the recall note say a question
   about the past is answered from the evidence;
 - ``keep_search``: ``memory_search`` stays offered after a recall (a first recall that missed
-  can be searched again).
+  can be searched again);
+- ``newest_last``: the rules above the memories and the newest memory last, next to the
+  request, the newest standing wish marked, a memory the store records as replaced left out
+  (off by default until dev measures it; an η whose section leaves it off hashes as before
+  the key existed).
 
 An η without the section (None) runs the harness's defaults
 (:class:`~pocketpilot.harness.recall.MemoryPlacement`, ``HarnessConfig.answers``), and hashes
@@ -38,6 +42,7 @@ class MemorySettings(BaseModel):
     standing_wishes: bool = True
     answers: bool = True
     keep_search: bool = True
+    newest_last: bool = False
 
     @classmethod
     def legacy(cls) -> MemorySettings:

@@ -193,7 +193,8 @@ class HarnessKit:
         if settings is None:
             return config
         placement = MemoryPlacement(recall=settings.recall, k=settings.recall_k, budget=settings.budget,
-                                    dated=settings.dated, standing_wishes=settings.standing_wishes)
+                                    dated=settings.dated, standing_wishes=settings.standing_wishes,
+                                    newest_last=settings.newest_last)
         return replace(config, memory=placement, answers=settings.answers)
 
     def gates_for(self, exposed: Sequence[str | ToolSpec]) -> list[ToolGate]:
