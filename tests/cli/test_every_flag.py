@@ -36,6 +36,7 @@ POLICY = "Greenhouse operating policy: list the plants before watering any of th
 
 W = "tests/cli/test_cli_worlds.py"
 E = "tests/cli/test_every_flag.py"
+M = "tests/evaluation/test_decode_memo_flags.py"
 PLANNER_FLAGS = {
     "model": [f"{E}::test_model_temperature_and_max_tokens_reach_the_planner"],
     "temperature": [f"{E}::test_model_temperature_and_max_tokens_reach_the_planner"],
@@ -110,6 +111,8 @@ FLAG_TESTS: dict[str, dict[str, list[str]]] = {
                      f"{E}::test_bad_exposure_flags_are_one_line_and_exit_2"],
         "tool_k": [f"{E}::test_tool_k_shows_at_most_k_retrieved_tools_and_the_widening_tool",
                    f"{E}::test_bad_exposure_flags_are_one_line_and_exit_2"],
+        "decode_memo": [f"{M}::test_bench_serves_a_second_run_from_the_memo_only_when_asked",
+                        f"{M}::test_bench_refuses_a_corrupt_memo_with_one_line"],
         **PLANNER_FLAGS,
     },
 }

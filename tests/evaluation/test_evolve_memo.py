@@ -140,3 +140,32 @@ def test_a_corrupt_memo_fails_before_anything_runs(team_tasks: Path, tmp_path: P
     with pytest.raises(DecodeMemoError):
         _loop(out, team_tasks, Factory())
     assert not (out / "eta.json").exists()
+
+
+class _Finisher(Greedy):
+    """Finishes at once whatever the task (the CLI's one planner for every task)."""
+
+    def __init__(self) -> None:
+        super().__init__(None, [])  # type: ignore[arg-type]
+
+    async def plan(self, request: PlanRequest) -> PlannerOutput:
+        self.decodes.append("?")
+        raw = json.dumps({"kind": "finish", "summary": "Done."})
+        return PlannerOutput(action=parse_action(raw, request.tools, request.kinds), turn=PlannerTurn(raw=raw))
+
+
+def test_the_cli_memoizes_by_default_and_not_with_no_decode_memo(team_tasks: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import pocketpilot.cli.evolve as evolve_cli
+    from pocketpilot.cli.main import cli
+
+    monkeypatch.setattr(evolve_cli, "build_planner", lambda *a, **k: _Finisher())
+    base = ["evolve", "--tasks", str(team_tasks), "--dev-sample", "2", "--evolve-sample", "2", "--no-embedder",
+            "--auto-approve", "--no-pull"]
+    on = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "on")])
+    off = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "off"), "--no-decode-memo"])
+    assert on.exit_code == 0 and off.exit_code == 0, on.output + off.output
+    assert len(DecodeMemo(tmp_path / "on" / MEMO_FILE)) > 0 and "decode memo:" in on.output
+    assert not (tmp_path / "off" / MEMO_FILE).exists() and "decode memo:" not in off.output
