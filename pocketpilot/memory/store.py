@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 import time
-import uuid
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,10 +24,12 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import MemoryAccessError, MemoryNotFoundError, MemorySchemaError
+from ..ids import IdSource, random_ids
 from ._db import Database
 from ._deletion import Row, delete_rows, load_ledger
 from ._rows import COLUMNS, check_content, content_hash, epoch, row_to_item
 from .access import SHARED_OWNER, AccessPolicy, Caller, Operation
+from .clock import Clock
 from .embedders import Embedder
 from .errors import MemoryContentError
 from .fts import build_match_query
@@ -60,6 +61,10 @@ at 100k on 2 busy cores the worker made a search several times slower (50 ms p50
 in one run."""
 RetrievalMode = Literal["hybrid", "keyword", "vector"]
 Overlap = Literal["auto", "always", "never"]
+MAX_TAKEN_DRAWS = 100_000
+"""Ids in a row an id source may draw that the store already holds before a write gives up (a
+seeded source reused on its own store skips what it minted before; a source that repeats one
+id would loop for ever)."""
 
 
 def _idle_core() -> bool:
@@ -114,6 +119,8 @@ class SqliteMemory:
         weights: FusionWeights | None = None,
         overlap: Overlap = "auto",
         verify_policy: VerifyRules | None = None,
+        ids: IdSource | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """Open (create, migrate) the store at ``path``.
 
@@ -135,6 +142,15 @@ class SqliteMemory:
                 the vectors scanned: ``auto`` for owners above :data:`PARALLEL_ABOVE` vectors
                 while a core is idle, or ``always`` / ``never``.
             verify_policy: Deprecated: the old name of ``verify_rules``.
+            ids: Mints the ids of new memories (default: random uuid4s). A seeded source
+                (:class:`~pocketpilot.ids.SeededIds`) makes a fresh store made for one episode
+                repeat its ids run after run; an id the store already holds, or has deleted, is
+                skipped, so a seeded source on a store that outlives a run never collides.
+            clock: Epoch seconds now, for what the store stamps and judges by: a memory's
+                ``created_at`` (a search shows it), verification's "now", recency and due times,
+                recall tags (default: the wall clock; an episode's store uses a
+                :class:`~.clock.SteppedClock`). Deletions are always stamped by the wall clock:
+                the ledger compares them with the times of the traces it scrubs.
 
         Raises:
             MemorySchemaError: Newer schema, foreign or corrupt file, or vectors of another
@@ -161,6 +177,8 @@ class SqliteMemory:
         if overlap not in ("auto", "always", "never"):
             raise MemoryContentError(f"overlap must be auto, always or never, not {overlap!r}")
         self.overlap: Overlap = overlap
+        self._ids: IdSource = ids or random_ids()
+        self._clock: Clock = clock or time.time
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._vectors: VectorIndex | None = None
@@ -293,7 +311,7 @@ class SqliteMemory:
         vectors = None
         if self._embedder is not None and self._vectors is not None and prepared:
             vectors = self._embedder.embed([c.content for c, _ in prepared])
-        now = time.time()
+        now = self._clock()
         results: list[WriteResult] = []
         with self._db.transaction():
             for i, (cand, chash) in enumerate(prepared):
@@ -372,7 +390,7 @@ class SqliteMemory:
         if decision.action == "duplicate":
             assert decision.target is not None
             return WriteResult(id=decision.target, status="duplicate", tier=cand.tier, reason=decision.reason)
-        new_id = uuid.uuid4().hex
+        new_id = self._new_id()
         self._insert(new_id, owner, cand, chash, trust, observed, now, decision, vec)
         if decision.action == "review":
             return WriteResult(id=new_id, status="candidate", tier="review", reason=decision.reason)
@@ -382,6 +400,15 @@ class SqliteMemory:
             return WriteResult(id=new_id, status="active", tier=cand.tier, reason=decision.reason,
                                superseded=decision.target)
         return WriteResult(id=new_id, status="active", tier=cand.tier)
+
+    def _new_id(self) -> str:
+        """The source's next id that no memory of this file holds or held (called inside the write's transaction)."""
+        for _ in range(MAX_TAKEN_DRAWS):
+            new_id = self._ids.new_id()
+            if self._db.scalar("SELECT EXISTS(SELECT 1 FROM items WHERE id = ?) OR "
+                               "EXISTS(SELECT 1 FROM deleted WHERE id = ?)", (new_id, new_id)) == 0:
+                return new_id
+        raise MemoryContentError(f"{self._ids!r} drew {MAX_TAKEN_DRAWS} ids in a row that {self.path} already holds")
 
     def _insert(
         self, new_id: str, owner: str, cand: MemoryCandidate, chash: str, trust: float, observed: float,
@@ -538,7 +565,7 @@ class SqliteMemory:
                 extra = self._vectors.vectors(missing, owner)
                 cosines = {r: float(v @ qvec) for r, v in extra.items()}
                 vecs = {**vecs, **extra}
-        ranked = fuse(found.keyword, found.vector, meta, time.time(), self._weights, cosines)[: 4 * k]
+        ranked = fuse(found.keyword, found.vector, meta, self._clock(), self._weights, cosines)[: 4 * k]
         texts: dict[int, str] = {}
         if qvec is None or any(c.rid not in vecs for c in ranked):
             # MMR falls back to word overlap for items without a vector, and compares them
@@ -726,11 +753,11 @@ class SqliteMemory:
         cand, chash = self._prepare(candidate)
         vec = self._embedder.embed([cand.content])[0] if self._embedder and self._vectors else None
         trust = cand.provenance.trust if cand.provenance.trust is not None else DEFAULT_TRUST[cand.provenance.source]
-        now = time.time()
+        now = self._clock()
         observed = cand.provenance.observed_at.timestamp() if cand.provenance.observed_at else now
         decision = VerifyDecision("supersede", "explicit revision", old_id)
-        new_id = uuid.uuid4().hex
         with self._db.transaction():
+            new_id = self._new_id()
             self._insert(new_id, owner, cand, chash, trust, observed, now, decision, vec)
             self._mark_superseded(old_id, new_id)
         return WriteResult(id=new_id, status="active", tier=cand.tier, reason="explicit revision",
@@ -778,7 +805,7 @@ class SqliteMemory:
     def due(self, caller: Caller, now: datetime | None = None) -> list[MemoryItem]:
         """Pending prospective intents whose due time has come (or that have only a condition)."""
         owner = self._owner_for(caller, "read")
-        at = epoch(now) if now else time.time()
+        at = epoch(now) if now else self._clock()
         rows = self._db.query(
             f"SELECT {COLUMNS} FROM items WHERE owner = ? AND tier = 'prospective' AND status = 'active' "
             "AND state = 'pending' AND (due_at IS NULL OR due_at <= ?) ORDER BY due_at",
@@ -791,7 +818,7 @@ class SqliteMemory:
     def mark_recalled(self, caller: Caller, session_id: str, item_ids: Sequence[str]) -> None:
         """Tag items shown in ``session_id``'s context so re-capturing them is not new evidence."""
         owner = self._owner_for(caller, "read")
-        now = time.time()
+        now = self._clock()
         with self._db.transaction() as conn:
             for item_id in item_ids:
                 row = self._db.query("SELECT content_hash, owner FROM items WHERE id = ?", (item_id,))
