@@ -45,6 +45,7 @@ from ..harness import (
 from ..harness.context import render_tools
 from ..harness.observer import RunObserver
 from ..harness.recall import MemoryPlacement, Recall, device_clock, recall, render_recall
+from ..ids import SeededIds
 from ..memory import Embedder
 from ..skills.base import ToolGate
 from ..tasks import TaskSpec, prepare
@@ -300,8 +301,15 @@ async def run_task_episode(
     confirm: Confirmer | None = None,
     observer: RunObserver | None = None,
     settings: RunSettings | None = None,
+    repeatable: bool = True,
 ) -> tuple[Episode, Path | None]:
     """Run one task on a fresh world in one configuration; the episode carries its verdict.
+
+    The run is an episode of the task, on a world and a memory store made for it alone, so it
+    is repeatable (``repeatable``): the ids the planner is shown (its memories', its
+    sub-agents' episodes) derive from the task's id and the mode, and the store stamps memories
+    on the world's clock, so a greedy planner's rerun sees the same prompts (and the decode
+    memo serves it). The episode's own id stays random: it names the trace file.
 
     Args:
         task: The task (its own world, or the sandbox phone).
@@ -318,6 +326,8 @@ async def run_task_episode(
             disposable and tasks judge the calls they ask for themselves); the CLI asks its user.
         observer: Told about the run as it happens (OpenTelemetry spans, see ``Session``).
         settings: The caller's settings over the task's (guidance, budgets, steps).
+        repeatable: Derive the ids shown to the planner from the task (see above); False draws
+            them at random and stamps memories on the wall clock, as a deployment does.
 
     Returns:
         The verified episode and the path of its trace (None: no trace written).
@@ -326,7 +336,9 @@ async def run_task_episode(
     policy = task_guidance(task, settings)
     cfg = config or task_config(task, settings)
     exposure = settings.exposure if settings is not None else "task"
-    run = prepare(task, memory=mode == "harness", embedder=embedder, exposure=exposure)  # type: ignore[arg-type]
+    seed = f"{task.id}/{mode}" if repeatable else None
+    run = prepare(task, memory=mode == "harness", embedder=embedder, exposure=exposure, seed=seed)  # type: ignore[arg-type]
+    subagent_ids = SeededIds(seed).derive("subagents") if seed is not None else None
     kit = kit if kit is not None else load_harness_kit()
     clock = run.clock
     try:
@@ -363,6 +375,7 @@ async def run_task_episode(
                 task_id=task.id,
                 on_step=on_step,
                 observer=observer,
+                subagent_ids=subagent_ids,
             )
         else:
             if exposure == "phone":
@@ -383,6 +396,7 @@ async def run_task_episode(
                 on_step=on_step,
                 observer=observer,
                 policies=safety_policies(),
+                subagent_ids=subagent_ids,
             )
         episode = await session.run(task.goal)
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..contracts import (
 )
 from ..errors import UsageError
 from ..executor.effects import ClassifiesEffects
+from ..ids import IdSource, random_ids
 from ..memory.base import DescribesRetrieval, ListsMemories
 from ..skills.base import LoadedSkillView, ToolGate
 from ..tracing.trace import TraceWriter
@@ -99,7 +99,8 @@ class RunState:
     """Mutable state of one run, and the read-only view its policies get (:class:`~pocketpilot.harness.policies.RunView`)."""
 
     def __init__(self, deps: RunDeps, setup: RunSetup, request: str, earlier: Sequence[ChatMessage] = (),
-                 turn: int = 0) -> None:
+                 turn: int = 0, *, ids: IdSource | None = None) -> None:
+        """Start the run's state; ``ids`` mints its episode id (default: a random uuid4)."""
         self.deps, self.setup, self.request, self.cfg = deps, setup, request, setup.config
         self.tools: dict[str, ToolSpec] = dict(setup.tools)
         self.universe: dict[str, ToolSpec] = dict(setup.tools)
@@ -133,7 +134,7 @@ class RunState:
         self.stop_detail = f"no stop after {self.cfg.max_steps} steps"
         self.started = time.monotonic()
         self.header = EpisodeHeader(
-            episode_id=uuid.uuid4().hex, request=request, task_id=setup.task_id, planner=deps.planner.info,
+            episode_id=(ids or random_ids()).new_id(), request=request, task_id=setup.task_id, planner=deps.planner.info,
             harness_config={k: (asdict(v) if hasattr(v, "__dataclass_fields__") else v) for k, v in asdict(self.cfg).items()},
             eta_version=setup.eta_version, skills=list(self.loaded_skills), tools=list(self.tools.values()),
             kinds=list(self.kinds), preamble=[{"role": m.role, "content": m.content} for m in self.preamble],

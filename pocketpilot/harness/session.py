@@ -35,6 +35,7 @@ from ..contracts import (
     ToolSpec,
 )
 from ..errors import UsageError
+from ..ids import IdSource
 from ..memory.base import ListsMemories
 from .base import Confirmer, Executor, MemoryStore, Planner, SkillStore, ToolExposure, ToolGate, Verifier
 from .config import HarnessConfig
@@ -99,8 +100,14 @@ class Session:
         clock: Callable[[], datetime] | None = None,
         recalled: Recall | None = None,
         tool_exposure: ToolExposure | None = None,
+        subagent_ids: IdSource | None = None,
     ) -> None:
         self.planner = planner
+        self.subagent_ids = subagent_ids
+        """Mints the episode ids of this session's sub-agents (None: random uuid4s), which a
+        delegation's result shows the planner: a seeded source (:class:`~pocketpilot.ids.SeededIds`)
+        makes an episode of a task repeat them. The session's own episode ids stay random: they
+        name its trace files and are never shown to the planner. Sub-agents pass it on."""
         self.tool_exposure = tool_exposure
         """Chooses the tools each step shows, among ``tools`` (the adapter's retrieval); None: all, always.
         Sub-agents get the tools their delegation names, with no exposure of their own."""
@@ -292,7 +299,8 @@ class Session:
             eta_version=self.eta_version, parent_episode_id=self.parent_episode_id, depth=self.depth,
             parent_step=self.parent_step, trace_dir=self.trace_dir, exposure=self.tool_exposure,
         )
-        state = RunState(deps, setup, request, earlier, turn=len(self.turns))
+        state = RunState(deps, setup, request, earlier, turn=len(self.turns),
+                         ids=self.subagent_ids if self.depth > 0 else None)
         if state.trace_path is not None:  # told to users as soon as the file is named, as before
             self._trace_path = state.trace_path
         return Run(state)
@@ -356,6 +364,7 @@ class Session:
             observer=self.observer,
             policies=self.policies,
             tool_text=self.tool_text,
+            subagent_ids=self.subagent_ids,
         )
         asked, recalled = self._serving
         delegated = self.user_request is not None

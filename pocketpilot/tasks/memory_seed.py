@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from ..contracts import ChatMessage
+from ..ids import IdSource
 from ..memory import (
     AccessPolicy,
     BoundMemory,
@@ -28,6 +29,7 @@ from ..memory import (
     SqliteMemory,
     VerifyRules,
 )
+from ..memory.clock import Clock
 from ..memory.models import WriteResult
 from .spec import MemorySeed, TaskSpec
 
@@ -80,7 +82,8 @@ def _candidate(seed: MemorySeed, task_id: str, index: int) -> MemoryCandidate:
 
 
 def open_task_memory(
-    task: TaskSpec, *, embedder: Embedder | None = None, path: str | Path = ":memory:", session_id: str | None = None
+    task: TaskSpec, *, embedder: Embedder | None = None, path: str | Path = ":memory:", session_id: str | None = None,
+    ids: IdSource | None = None, clock: Clock | None = None,
 ) -> TaskMemory:
     """Create a fresh store, write every seed as its owner, and bind a view acting for :data:`TASK_USER`.
 
@@ -92,9 +95,12 @@ def open_task_memory(
         embedder: Vector backend; None gives keyword-only (BM25) retrieval.
         path: Store file; the default is a throwaway in-memory store.
         session_id: Recorded in recall tags (default: the task id).
+        ids: Mints the memories' ids (default: random); see :func:`~pocketpilot.tasks.prepare`'s ``seed``.
+        clock: The store's clock (default: the wall clock).
     """
     service, admin = secrets.token_hex(16), secrets.token_hex(16)
-    store = SqliteMemory(path, AccessPolicy(service, admin), embedder=embedder, verify_rules=_SEED_RULES)
+    store = SqliteMemory(path, AccessPolicy(service, admin), embedder=embedder, verify_rules=_SEED_RULES,
+                         ids=ids, clock=clock)
     try:
         results: list[WriteResult] = []
         for index, seed in enumerate(task.memory):

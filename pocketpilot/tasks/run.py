@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from ..contracts import Episode, ToolSpec, Verdict
 from ..errors import UsageError
 from ..executor.sandbox import SandboxPhone
+from ..ids import SeededIds
 from ..memory import Embedder
+from ..memory.clock import SteppedClock
 from .loader import build_world, check_task, exposed_tools, load_task
 from .memory_seed import TaskMemory, open_task_memory
 from .spec import TaskSpec
@@ -76,7 +78,7 @@ class TaskRun:
 
 
 def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embedder | None = None,
-            exposure: Exposure = "task") -> TaskRun:
+            exposure: Exposure = "task", seed: str | None = None) -> TaskRun:
     """Build the task's world and executor (the task's tools exposed, or the whole phone's) and its verifier.
 
     Args:
@@ -84,6 +86,11 @@ def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embe
         memory: Also open a fresh in-memory store seeded with the task's memories.
         embedder: The store's vector backend (None: keyword-only retrieval).
         exposure: ``task`` (only the apps the task names) or ``phone`` (every tool of its world).
+        seed: Make the memory store repeatable: its ids derive from ``seed``
+            (:class:`~pocketpilot.ids.SeededIds`) and it stamps memories on a
+            :class:`~pocketpilot.memory.clock.SteppedClock` from the world's clock, so two runs
+            of the task show the planner the same ids and times (None: random ids, the wall
+            clock). The store is made for this run alone, which is what makes repeating safe.
 
     Raises:
         TaskSpecError: if the task is invalid (a WorldError if its own world does not build).
@@ -96,5 +103,24 @@ def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embe
         check_task(spec)
     world = build_world(spec)
     executor = world.executor(world.tool_names() if exposure == "phone" else exposed_tools(spec, world))
-    seeded = open_task_memory(spec, embedder=embedder) if memory else None
+    seeded = None
+    if memory and seed is None:
+        seeded = open_task_memory(spec, embedder=embedder)
+    elif memory:
+        seeded = open_task_memory(spec, embedder=embedder, ids=SeededIds(seed).derive("memory"),
+                                  clock=_store_clock(spec, world))
     return TaskRun(task=spec, world=world, executor=executor, initial=world.snapshot(), memory=seeded)
+
+
+_NO_CLOCK = datetime(2025, 1, 1, tzinfo=UTC)
+"""Where a repeatable store's clock starts for a task whose world has no clock and no memories."""
+
+
+def _store_clock(spec: TaskSpec, world: TaskWorld) -> SteppedClock:
+    """A repeatable store's clock: from the world's time, or its newest seed's when that is later.
+
+    Verification sends evidence from the future to review, so the clock never starts before
+    the newest seed; the wall clock never enters.
+    """
+    times = [t for t in (world.clock(), *(s.created_at for s in spec.memory)) if t is not None]
+    return SteppedClock(max((t if t.tzinfo is not None else t.replace(tzinfo=UTC) for t in times), default=_NO_CLOCK))

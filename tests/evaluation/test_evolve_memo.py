@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from pocketpilot.harness.action_schema import parse_action
 from pocketpilot.harness.base import PlannerOutput, PlanRequest
 from pocketpilot.harness.planners.decode_memo import DecodeMemo, DecodeMemoError
 from pocketpilot.tasks import TaskSpec, oracle_actions
+from pocketpilot.tasks.loader import load_task
+from pocketpilot.tasks.split_index import read_split_index
 from pocketpilot.tracing.trace import read_trace
 
 HERE = Path(__file__).parent
 MINTS_IDS = ("delegate", "memory_search", "memory_write")
-"""Actions whose result shows the planner an id drawn at random this run."""
+"""Actions whose result shows the planner an id minted this run (derived from the task in an episode)."""
 HELP_TEXT = "Work through the request step by step."  # the help note of evolve_helpers.HelpNoteProposer
 sys.path.insert(0, str(HERE))
 import evolve_helpers as h  # noqa: E402
@@ -105,7 +108,7 @@ def test_a_candidate_is_served_where_its_prompts_did_not_change_and_decides_the_
     assert not (tmp_path / "off" / MEMO_FILE).exists() and _memo_steps(tmp_path / "off") == 0
 
 
-def test_a_resumed_measurement_decodes_only_the_steps_that_read_a_fresh_id(team_tasks: Path, tmp_path: Path) -> None:
+def test_a_resumed_measurement_decodes_nothing_again(team_tasks: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     first = Factory()
     asyncio.run(_loop(out, team_tasks, first, auto_approve=False).run(1))
@@ -117,20 +120,58 @@ def test_a_resumed_measurement_decodes_only_the_steps_that_read_a_fresh_id(team_
     again = Factory()
     asyncio.run(_loop(out, team_tasks, again, auto_approve=False).run(1))
     assert _decision(out) == decided
-    # decoded again: only the steps after a delegation or a memory action, whose prompt shows an id
-    # minted this run (the sub-agent's episode id, a memory's id: a new uuid each run); the rest is served
-    decoded, served = [], 0
+    # every step is served, those after a delegation or a memory action included: the ids their
+    # prompts show (a sub-agent's episode id, a memory's id) derive from the task, not drawn anew
+    served, minted = 0, 0
     for name in decided["measured"]:
         for trace in (out / "iter-01" / "evolve" / name).glob("traces/*.jsonl"):
             episode = read_trace(trace)[0]
-            minted = [s.index for s in episode.steps if s.action is not None and s.action.kind in MINTS_IDS]
+            minted += sum(1 for s in episode.steps if s.action is not None and s.action.kind in MINTS_IDS)
             for s in episode.steps:
-                if s.planner is not None and not s.planner.memo:
-                    decoded.append((episode.header.task_id, s.index, bool(minted) and s.index > minted[0]))
+                assert s.planner is None or s.planner.memo, (episode.header.task_id, s.index)
                 served += sum(1 for c in s.children for cs in c.steps if cs.planner is not None and cs.planner.memo)
                 served += int(s.planner is not None and s.planner.memo)
-    assert served > 0 and len(again.decodes) == len(decoded)
-    assert all(after for _, _, after in decoded), decoded
+    assert served > 0 and minted > 0 and again.decodes == []
+
+
+SUITE = HERE.parents[1] / "pocketpilot" / "tasks" / "suite"
+
+
+def _dev_tasks(group: str, shows_ids: Callable[[TaskSpec], bool], n: int = 2) -> list[TaskSpec]:
+    """The first ``n`` dev tasks of ``group`` (the suite's) whose oracle reaches a step that shows a minted id."""
+    found = []
+    for task_id in sorted(read_split_index(SUITE)["dev"]):
+        task = load_task(SUITE / f"{task_id}.yaml", roots=(SUITE, SUITE.parent))
+        if task.group == group and shows_ids(task):
+            found.append(task)
+            if len(found) == n:
+                return found
+    raise AssertionError(f"fewer than {n} dev tasks of {group} show an id")
+
+
+@pytest.mark.parametrize("repeatable", [True, False])
+def test_rerunning_identical_memory_and_sub_agent_tasks_decodes_nothing(tmp_path: Path, repeatable: bool) -> None:
+    from pocketpilot.evaluation.task_episode import load_harness_kit, run_task_episode
+    from pocketpilot.harness.planners.decode_memo import MemoPlanner
+
+    # tasks the fake "knows how" to do (it follows their oracle), through a memory search or a delegation
+    tasks = [*_dev_tasks("memory", lambda t: not h._odd(t.id) and any(s.memory_search for s in t.oracle)),
+             *_dev_tasks("subagent", lambda t: not h._odd(t.id) and any(s.delegate for s in t.oracle))]
+    memo, kit = DecodeMemo(tmp_path / MEMO_FILE), load_harness_kit()
+
+    async def run_all() -> list[str]:
+        decodes: list[str] = []
+        for task in tasks:
+            await run_task_episode(task, MemoPlanner(Greedy(task, decodes), memo), kit=kit, repeatable=repeatable)
+        return decodes
+
+    first = asyncio.run(run_all())
+    again = asyncio.run(run_all())
+    assert set(first) == {t.id for t in tasks}
+    if repeatable:
+        assert again == []  # each step served: its prompt is the first run's, ids and times included
+    else:  # drawn at random (and memories stamped by the wall clock), the steps after them decode again
+        assert {t.group for t in tasks if t.id in again} == {"memory", "subagent"}
 
 
 def test_a_corrupt_memo_fails_before_anything_runs(team_tasks: Path, tmp_path: Path) -> None:
