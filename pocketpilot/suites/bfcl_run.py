@@ -38,6 +38,7 @@ from ..harness import (
     Session,
     safety_policies,
 )
+from ..ids import SeededIds
 from .bfcl import BfclSuite, BfclTask, BfclWorld, TurnCheck, TurnJudge
 
 __all__ = [
@@ -172,6 +173,7 @@ async def run_bfcl_task(
         kit = kit if kit is not None else load_harness_kit()
     world = suite.world(task)
     judge = TurnJudge(suite, task, world)
+    subagent_ids = SeededIds(f"{task.id}/{mode}").derive("subagents")  # one stream over the turns: see run_task_episode
     earlier: list[Episode] = []
     checks: list[TurnCheck] = []
     stops: list[str | None] = []
@@ -185,7 +187,7 @@ async def run_bfcl_task(
 
         session = _turn_session(planner, world, request, earlier, mode=mode, kit=kit, config=cfg,
                                 confirm=confirm, verifier=verifier, trace_dir=trace_dir,
-                                task_id=f"{task.id}#{turn}")
+                                task_id=f"{task.id}#{turn}", subagent_ids=subagent_ids)
         try:
             episode = await session.run(request)
         except PocketPilotError as exc:  # a planner backend or context failure ends this task, not the suite

@@ -282,3 +282,19 @@ def test_a_turn_without_ground_truth_is_run_but_not_checked(suite: BfclSuite) ->
     [outcome] = _run_all(suite, [task], _oracle(suite))
     assert outcome.success and outcome.turns_run == len(task.turns)
     assert [c.checked for c in outcome.checks] == [bool(calls) for calls in task.ground_truth]
+
+
+def test_a_delegating_task_shows_the_same_prompts_run_after_run(suite: BfclSuite) -> None:
+    """A sub-agent's episode id, which its parent's next prompt shows, derives from the task (issue 36)."""
+    from pocketpilot.contracts import Delegate
+
+    task = suite.select(["multi_turn_base_0"])[0]
+    script = [Delegate(instruction="Look around the current directory first."), Finish(summary="looked"),
+              *oracle_actions(suite, task)]
+    runs = []
+    for _ in range(2):
+        planner = ScriptedPlanner(script, validate=False)
+        [outcome] = _run_all(suite, [task], lambda t, p=planner: p)
+        runs.append([r.model_dump_json() for r in planner.requests])
+    assert runs[0] == runs[1] and len(runs[0]) > 3
+    assert any('episode_id' in r for r in runs[0])  # the delegation's result, with the sub-agent's id
