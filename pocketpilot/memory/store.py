@@ -146,11 +146,11 @@ class SqliteMemory:
                 (:class:`~pocketpilot.ids.SeededIds`) makes a fresh store made for one episode
                 repeat its ids run after run; an id the store already holds, or has deleted, is
                 skipped, so a seeded source on a store that outlives a run never collides.
-            clock: Epoch seconds now, for what the store stamps and judges by: a memory's
-                ``created_at`` (a search shows it), verification's "now", recency and due times,
-                recall tags (default: the wall clock; an episode's store uses a
-                :class:`~.clock.SteppedClock`). Deletions are always stamped by the wall clock:
-                the ledger compares them with the times of the traces it scrubs.
+            clock: Epoch seconds now, for the times the store stamps and reads them against: a
+                memory's ``created_at`` (a search shows it), recall tags, recency and due times
+                (default: the wall clock; an episode's store uses a :class:`~.clock.SteppedClock`).
+                The wall clock still judges evidence from the future (an episode records wall-clock
+                times) and stamps deletions (the ledger compares them with the traces it scrubs).
 
         Raises:
             MemorySchemaError: Newer schema, foreign or corrupt file, or vectors of another
@@ -382,7 +382,8 @@ class SqliteMemory:
             observed_at=datetime.fromtimestamp(observed, tz=UTC),
             same_key=same_key,
             same_content=_fact(dup[0]) if dup else None,
-            now=datetime.fromtimestamp(now, tz=UTC),
+            # the wall clock too: a stepped clock may run behind the times an episode records
+            now=datetime.fromtimestamp(max(now, time.time()), tz=UTC),
             rules=self._rules,
             newest_event=None if newest is None else datetime.fromtimestamp(float(newest), tz=UTC),
             check_age=not imported,

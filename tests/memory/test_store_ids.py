@@ -90,3 +90,16 @@ def test_a_source_that_only_draws_taken_ids_is_a_typed_error(policy, svc, monkey
         with pytest.raises(MemoryContentError, match="already holds"):
             store.write(svc, cand(FACTS[1]))
         assert len(store.list_items(svc, limit=10)) == 1
+
+
+def test_a_stepped_clock_behind_the_wall_clock_still_takes_todays_evidence(policy, svc) -> None:
+    # an episode's store runs on its world's clock; the episode it captures records wall-clock times
+    with SqliteMemory(":memory:", policy, clock=SteppedClock(datetime(2025, 3, 14, tzinfo=UTC))) as store:
+        today = MemoryCandidate(content="Alice asked for the ferns to be watered", tier="episodic",
+                                provenance=Provenance(source="episode", observed_at=datetime.now(UTC)))
+        result = store.write(svc, today)
+        assert result.status == "active" and not result.in_review
+        assert store.get(svc, result.id).created_at == datetime(2025, 3, 14, tzinfo=UTC)
+        tomorrow = today.model_copy(update={"content": "A note from tomorrow", "provenance": Provenance(
+            source="episode", observed_at=datetime.now(UTC) + timedelta(days=1))})
+        assert store.write(svc, tomorrow).in_review  # the future is still the future
