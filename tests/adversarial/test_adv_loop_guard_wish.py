@@ -16,19 +16,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _adv_wish_support as support
 import pytest
+from _adv_wish_support import alice, wish_stores
 
 from pocketpilot.contracts import RetrievedMemory
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, HarnessConfig, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.recall import MemoryPlacement, Recall
-from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
+from pocketpilot.memory import BoundMemory, SqliteMemory
 
 REQUEST = "Do my hike prep."
 WISH = "Hike prep: always turn bluetooth off."
 TOOLS = ["get_settings", "set_bluetooth", "set_do_not_disturb"]
-SERVICE, ADMIN = "loop-wish-service-token-0123456789", "loop-wish-admin-credential-987654321"
 READ = {"kind": "tool_call", "calls": [{"name": "get_settings", "arguments": {}}]}
 FINISH = {"kind": "finish", "summary": "Hike prep checked."}
 LOOP = [READ, READ, FINISH, FINISH]
@@ -36,23 +37,12 @@ LOOP = [READ, READ, FINISH, FINISH]
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[SqliteMemory, SqliteMemory]]:
-    policy = AccessPolicy(SERVICE, ADMIN)
-    private, shared = SqliteMemory(tmp_path / "mine.db", policy), SqliteMemory(tmp_path / "shared.db", policy)
-    try:
-        yield private, shared
-    finally:
-        private.close()
-        shared.close()
-
-
-def alice() -> Caller:
-    return Caller.service(SERVICE, acting_for="alice")
+    with wish_stores(tmp_path) as both:
+        yield both
 
 
 def remember(store: SqliteMemory, source: str, who: str = "alice", content: str = WISH) -> None:
-    written = store.write(Caller.service(SERVICE, acting_for=who),
-                          MemoryCandidate(content=content, tier="user", provenance=Provenance(source=source)))  # type: ignore[arg-type]
-    assert written.status == "active", written
+    support.remember(store, source, content, who)
 
 
 def hit(source: str, owner: str = "alice") -> RetrievedMemory:

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _adv_wish_support as support
 import pytest
+from _adv_wish_support import alice, wish_stores
 
 from pocketpilot.contracts import RetrievedMemory, ToolCall
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
@@ -22,12 +24,11 @@ from pocketpilot.executor.tools import Tool, ToolRegistry
 from pocketpilot.harness import AllowAll, HarnessConfig, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.recall import MemoryPlacement, Recall
-from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
+from pocketpilot.memory import BoundMemory, SqliteMemory
 
 WISH = "Always turn bluetooth off when do not disturb is on."
 REQUEST = "Turn on do not disturb."
 TOOLS = ["set_do_not_disturb", "set_bluetooth", "read_note", "create_note"]
-SERVICE, ADMIN = "wish-service-token-0123456789", "wish-admin-credential-9876543210"
 
 
 def call(name: str, **arguments: object) -> dict:
@@ -40,23 +41,12 @@ WALK = [call("set_do_not_disturb", enabled=True), call("set_bluetooth", enabled=
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[SqliteMemory, SqliteMemory]]:
-    policy = AccessPolicy(SERVICE, ADMIN)
-    private, shared = SqliteMemory(tmp_path / "mine.db", policy), SqliteMemory(tmp_path / "shared.db", policy)
-    try:
-        yield private, shared
-    finally:
-        private.close()
-        shared.close()
-
-
-def alice() -> Caller:
-    return Caller.service(SERVICE, acting_for="alice")
+    with wish_stores(tmp_path) as both:
+        yield both
 
 
 def remember(store: SqliteMemory, source: str, who: str = "alice", content: str = WISH) -> None:
-    written = store.write(Caller.service(SERVICE, acting_for=who),
-                          MemoryCandidate(content=content, tier="user", provenance=Provenance(source=source)))  # type: ignore[arg-type]
-    assert written.status == "active", written
+    support.remember(store, source, content, who)
 
 
 async def walk(memory: BoundMemory, script: list[dict] = WALK, *, retrieve: bool = False,

@@ -9,32 +9,21 @@ from typing import Any
 import pytest
 from bench_scripts import bench_script
 from click.testing import CliRunner
+from greedy_fakes import GreedyStandIn
 
 from pocketpilot.cli import bench as bench_cli
-from pocketpilot.contracts import PlannerInfo, PlannerTurn, SamplerSettings, digest
+from pocketpilot.contracts import PlannerTurn
 from pocketpilot.harness.base import PlannerOutput, PlanRequest
 
 FINISH = {"kind": "finish", "summary": "Done."}
 
 
-class Finisher:
+class Finisher(GreedyStandIn):
     """A greedy stand-in that finishes at once (a function of nothing but the prompt); counts decodes."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.decodes = 0
-        self.info = PlannerInfo(backend="fake", model="fake.gguf", model_sha256="f" * 64, sampler=SamplerSettings())
-
-    def count_tokens(self, text: str) -> int:
-        return max(1, len(text) // 4)
-
-    async def load(self) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-    def decode_identity(self, request: PlanRequest) -> dict[str, Any]:
-        return {"prompt": digest([m.model_dump(mode="json") for m in request.messages])}
 
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         from pocketpilot.contracts import ACTION_ADAPTER

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from greedy_fakes import GreedyStandIn
 
-from pocketpilot.contracts import Finish, PlannerInfo, PlannerTurn, SamplerSettings, digest
+from pocketpilot.contracts import Finish, PlannerTurn
 from pocketpilot.evaluation.evolve import MEMO_FILE
 from pocketpilot.harness.action_schema import parse_action
 from pocketpilot.harness.base import PlannerOutput, PlanRequest
@@ -30,26 +31,14 @@ sys.path.insert(0, str(HERE))
 import evolve_helpers as h  # noqa: E402
 
 
-class Greedy:
+class Greedy(GreedyStandIn):
     """A greedy stand-in whose action is a function of the prompt: the task's oracle when the task
     "knows how" (its id hashes even) or when the help note is in the prompt, else an immediate finish.
     """
 
     def __init__(self, task: TaskSpec, decodes: list[str]) -> None:
+        super().__init__()
         self.task, self.decodes = task, decodes
-        self.info = PlannerInfo(backend="fake", model="fake.gguf", model_sha256="f" * 64, sampler=SamplerSettings())
-
-    def count_tokens(self, text: str) -> int:
-        return max(1, len(text) // 4)
-
-    async def load(self) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-    def decode_identity(self, request: PlanRequest) -> dict[str, Any]:
-        return {"prompt": digest([m.model_dump(mode="json") for m in request.messages])}
 
     async def plan(self, request: PlanRequest) -> PlannerOutput:
         self.decodes.append(self.task.id)

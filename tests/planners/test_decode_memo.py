@@ -13,10 +13,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from greedy_fakes import GreedyStandIn
 
 from pocketpilot.adapters import Revision, apply_revision
 from pocketpilot.adapters.revision import SetToolText
-from pocketpilot.contracts import PlannerInfo, PlannerTurn, SamplerSettings, digest
+from pocketpilot.contracts import PlannerTurn, SamplerSettings
 from pocketpilot.errors import PlannerOutputError, PocketPilotError
 from pocketpilot.evaluation.compare import run_task
 from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit
@@ -29,34 +30,18 @@ from pocketpilot.tasks import load_suite, oracle_actions
 SETTINGS, LAUNCHER = "settings-meeting-mode", "launcher-open-spotify"  # dev and evolve tasks; neither is test
 
 
-class PromptPlanner:
+class PromptPlanner(GreedyStandIn):
     """A greedy stand-in: the oracle's action at the step the prompt has reached; counts decodes."""
 
     def __init__(self, actions: list[Any], *, temperature: float = 0.0, sha: str = "sha-a",
                  grammar: str = "g1", vouch: bool = True, raw: str | None = None) -> None:
+        super().__init__(sha=sha, temperature=temperature, vouch=vouch)
         self.actions = actions
         self.decodes: list[PlanRequest] = []
-        self.grammar, self.vouch, self.raw = grammar, vouch, raw
-        self._info = PlannerInfo(backend="fake", model="fake.gguf", model_sha256=sha,
-                                 sampler=SamplerSettings(temperature=temperature))
+        self.grammar, self.raw = grammar, raw
 
-    @property
-    def info(self) -> PlannerInfo:
-        return self._info
-
-    def count_tokens(self, text: str) -> int:
-        return max(1, len(text) // 4)
-
-    async def load(self) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-    def decode_identity(self, request: PlanRequest) -> dict[str, Any] | None:
-        if not self.vouch:
-            return None
-        return {"prompt": digest([m.model_dump(mode="json") for m in request.messages]), "grammar": self.grammar}
+    def extra_identity(self) -> dict[str, Any]:
+        return {"grammar": self.grammar}
 
     async def plan(self, request: PlanRequest):  # type: ignore[no-untyped-def]
         self.decodes.append(request)
