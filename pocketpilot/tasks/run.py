@@ -103,12 +103,8 @@ def prepare(task: TaskSpec | str | Path, *, memory: bool = False, embedder: Embe
         check_task(spec)
     world = build_world(spec)
     executor = world.executor(world.tool_names() if exposure == "phone" else exposed_tools(spec, world))
-    seeded = None
-    if memory and seed is None:
-        seeded = open_task_memory(spec, embedder=embedder)
-    elif memory:
-        seeded = open_task_memory(spec, embedder=embedder, ids=SeededIds(seed).derive("memory"),
-                                  clock=_store_clock(spec, world))
+    repeatable = {} if seed is None else {"ids": SeededIds(seed).derive("memory"), "clock": _store_clock(spec, world)}
+    seeded = open_task_memory(spec, embedder=embedder, **repeatable) if memory else None
     return TaskRun(task=spec, world=world, executor=executor, initial=world.snapshot(), memory=seeded)
 
 
