@@ -22,8 +22,9 @@ def _planner_factory(model: str, endpoint: str | None, temperature: float, max_n
 
 
 @click.command("evolve")
-@click.option("--tasks", "tasks_dir", required=True, type=click.Path(file_okay=False, exists=True),
-              help="A task folder made by `pocketpilot tasks generate` (its MANIFEST.yml says each task's split).")
+@click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False, exists=True),
+              help="A task folder made by `pocketpilot tasks generate` (its MANIFEST.yml says each task's split). "
+                   "Required, except with --report-only.")
 @click.option("--iterations", type=click.IntRange(1), default=1, show_default=True,
               help="Iterations in all (a resumed run continues up to this many).")
 @click.option("--dev-sample", type=click.IntRange(1), default=60, show_default=True,
@@ -56,17 +57,31 @@ def _planner_factory(model: str, endpoint: str | None, temperature: float, max_n
 @click.option("--decode-memo/--no-decode-memo", "decode_memo", default=True, show_default=True,
               help="Serve a greedy decode this run (or an earlier one on OUT) already made from OUT/decode-memo.jsonl: "
                    "a candidate's rerun decodes only the steps whose prompt it changes. Never used for sampling.")
+@click.option("--report-only", is_flag=True,
+              help="Write OUT/report.md again from the folder's files, and print it: runs nothing, loads no model, "
+                   "takes no lock and writes nothing else (--tasks is not needed), so it also renders a folder "
+                   "written by an older version or still being written.")
 @planner_options
-def evolve(tasks_dir: str, iterations: int, dev_sample: int, evolve_sample: int, max_candidates: int, seed: int,
+def evolve(tasks_dir: str | None, iterations: int, dev_sample: int, evolve_sample: int, max_candidates: int, seed: int,
            out: str, eta_file: str | None, auto_approve: bool, min_support: int, evict_threshold: int,
            harm_pairing: str, use_embedder: bool, model: str,
            endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
-           ablation_file: str | None = None, decode_memo: bool = True) -> None:
+           ablation_file: str | None = None, decode_memo: bool = True, report_only: bool = False) -> None:
     """Run dev tasks under η, learn from them, accept what gains on evolve, and repeat.
 
-    Never reads the test split. Prints and writes (OUT/report.md) the per-iteration table.
+    Never reads the test split. Prints and writes (OUT/report.md) the per-iteration table and the
+    planner steps the decode memo served; --report-only writes that file again and does nothing else.
     One run at a time per OUT: a second is refused (exit 2) while the first runs.
     """
+    if report_only:
+        from ..evaluation.evolve_report import render_report
+
+        click.echo(render_report(out))
+        click.echo(f"\nreport: {Path(out) / 'report.md'}")
+        return
+    if tasks_dir is None:
+        ctx = click.get_current_context()
+        raise click.MissingParameter(ctx=ctx, param=next(p for p in ctx.command.params if p.name == "tasks_dir"))
     from ..adapters import load_eta
     from ..evaluation.ablation import load_ablation
     from ..evaluation.evolve import CandidateProposer, EvolveLoop, ExperienceDistiller

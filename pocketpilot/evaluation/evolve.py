@@ -310,6 +310,8 @@ class EvolveLoop:
             if not self.state.eta_path.exists():
                 tasks = self.tasks()
                 save_eta(with_world_tools(base_eta, [*tasks["dev"], *tasks["evolve"]]), self.state.eta_path)
+            if self.memo is not None and not self.memo.path.exists():
+                self.memo.path.touch()  # the report reads the memo as on where its file is (even if nothing is stored)
 
     def check(self) -> None:
         """Read the current η and every state file already written, before anything runs.
@@ -381,13 +383,15 @@ class EvolveLoop:
             return EvolveResult(iterations, accepted=accepted)
 
     def report_table(self) -> str:
-        """The per-iteration table (see :mod:`.evolve_report`), from the folder's files."""
-        from .evolve_report import iteration_rows, markdown_table
+        """The report: the per-iteration table and what the decode memo saved (see :mod:`.evolve_report`),
+        from the folder's files.
+        """
+        from .evolve_report import report_markdown
 
-        return markdown_table(iteration_rows(self.state))
+        return report_markdown(self.state)
 
     def write_report(self) -> str:
-        """Write ``OUT/report.md`` (atomically, under the folder's lock) and return the table."""
+        """Write ``OUT/report.md`` (atomically, under the folder's lock) and return it."""
         table = self.report_table()
         with self.lock:
             self.state.write_text(self.state.root / "report.md", table + "\n")

@@ -15,7 +15,8 @@ Layout of ``OUT``::
     iter-01/evolve/no-experience/ the failed evolve tasks shown experience, run again with it off (paired harm)
     iter-01/decision.json         the paired measurements, what was accepted and the revision written
     iter-01/review.json           what became of that revision (approved, rejected, nothing to review)
-    report.md                     the per-iteration table
+    decode-memo.jsonl             the decode memo (created empty when the memo is on; absent with --no-decode-memo)
+    report.md                     the per-iteration table, and the planner steps the memo served per run set
 
 Each file is written once, atomically, when its step is done; episodes are appended as they
 finish. A run killed anywhere resumes at the first step whose file is missing and, inside a
