@@ -9,7 +9,8 @@ Runs the harness mode of each selected task once per variant of η's ``memory`` 
   it was before issue 35;
 - ``no-<key>``: the defaults with one switch off (``recall``, ``budget``, ``dated``,
   ``standing_wishes``, ``answers``, ``keep_search``, ``asked_back``);
-- ``with-<key>``: the defaults with one switch on that is off by default (``newest_last``).
+- ``with-<key>``: the defaults with one switch on that is off by default (``newest_last``,
+  ``whole_closes_search``, ``as_messages``); ``with-<key>+<key>`` turns on several.
 
 Tune on dev only. Every run loads the GGUF model: run it under the model lock::
 
@@ -18,6 +19,10 @@ Tune on dev only. Every run loads the GGUF model: run it under the model lock::
 
     flock /work/runs/model.lock .venv/bin/python bench/bench_memory_answer.py --split dev \\
         --group memory --limit 20 --variants on with-newest_last --out /tmp/memory_newest_last.json
+
+    flock /work/runs/model.lock .venv/bin/python bench/bench_memory_answer.py --split dev \\
+        --group memory --limit 20 --variants on with-whole_closes_search with-as_messages \\
+        with-whole_closes_search+as_messages --out /tmp/memory_whole_messages.json
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, ru
 from pocketpilot.tasks import load_suite
 
 KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search")
-OFF_KEYS = ("newest_last",)
+OFF_KEYS = ("newest_last", "whole_closes_search", "as_messages")
 """Switches off by default: their variant turns one on."""
 VARIANTS = ("on", "legacy", *(f"no-{k}" for k in (*KEYS, "asked_back")), *(f"with-{k}" for k in OFF_KEYS))
 
@@ -54,11 +59,19 @@ def variant_kit(base: HarnessKit, name: str) -> HarnessKit:
     elif name.startswith("no-"):
         key = name[3:]
         settings = settings.model_copy(update={key: 0 if key == "budget" else False})
-    elif name.startswith("with-") and name[5:] in OFF_KEYS:
-        settings = settings.model_copy(update={name[5:]: True})
+    elif name.startswith("with-") and name[5:] and set(name[5:].split("+")) <= set(OFF_KEYS):
+        settings = settings.model_copy(update=dict.fromkeys(name[5:].split("+"), True))
     elif name != "on":
         raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     return HarnessKit(base.library, eta=eta.model_copy(update={"memory": settings, "policies": policies}))
+
+
+def _variant(name: str) -> str:
+    """A known variant, or ``with-`` and off-by-default switches joined by ``+`` (argparse's type check)."""
+    keys = name[5:].split("+") if name.startswith("with-") else []
+    if name in VARIANTS or (keys and all(k in OFF_KEYS for k in keys)):
+        return name
+    raise argparse.ArgumentTypeError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}, with-<key>+<key>")
 
 
 def _say(line: str) -> None:
@@ -109,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--model", default="default")
     parser.add_argument("--n-ctx", type=int, default=8192)
-    parser.add_argument("--variants", nargs="+", default=["on", "legacy"], choices=VARIANTS)
+    parser.add_argument("--variants", nargs="+", default=["on", "legacy"], type=_variant,
+                        help=f"any of {', '.join(VARIANTS)}; with-<key>+<key> turns on several off-by-default switches")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     report = asyncio.run(run(args))

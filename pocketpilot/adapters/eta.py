@@ -209,8 +209,10 @@ class Eta(_Model):
             del data["tool_retrieval"]
         if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
             del data["memory"]
-        elif data.get("memory", {}).get("newest_last") is False:  # off: hashed and stored as before the key existed
-            del data["memory"]["newest_last"]
+        else:  # a switch added off by default: off, hashed and stored as before the key existed
+            for key in ("newest_last", "whole_closes_search", "as_messages"):
+                if data.get("memory", {}).get(key) is False:
+                    del data["memory"][key]
         entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
         for entry in entries:
             if entry.get("world", "") is None:

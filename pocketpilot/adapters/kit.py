@@ -48,6 +48,7 @@ def session_kwargs(
     recalled: Sequence[str] = (),
     router: SkillRouter | None = None,
     memory_search: bool = True,
+    recalled_whole: bool = False,
     owner: str | None = None,
     embedder: Any | None = None,
     tool_retriever: ToolRetriever | None = None,
@@ -76,7 +77,9 @@ def session_kwargs(
       when ``memory_search`` is False (an empty store), or when memories were ``recalled`` for
       the request already and η's ``memory.keep_search`` is off (the 1.5B planner's searches
       then re-ran the request as a query and found the same memories; kept, a first recall
-      that missed can be searched again, as the ``memory.search-again`` note says);
+      that missed can be searched again, as the ``memory.search-again`` note says), and out
+      when ``recalled_whole`` and η's ``memory.whole_closes_search`` is on (what was recalled
+      is all a search could find);
     - ``guidance_for`` re-filters guidance to the tools exposed at each point (after a
       ``load_skill`` exposes new ones), with request-bound notes matched against the request;
       ``guidance`` is then empty (the session asks ``guidance_for``).
@@ -98,6 +101,9 @@ def session_kwargs(
         router: a router built from ``library`` earlier (saves rebuilding it per session).
         memory_search: whether searching memory can find anything (False for an empty store:
             the action and its note would only invite a wasted step).
+        recalled_whole: ``recalled`` is everything a search could find (the owner's whole
+            history went in, and no shared store is searched beside it); with η's
+            ``memory.whole_closes_search`` the action and its search-again note are not offered.
         tool_retriever: tool exposure by retrieval (built with the caller's embedder); None: η's
             ``tool_retrieval`` entry, keyword-only, when it has one, else every tool shown. Given
             a request, it comes back as ``tool_exposure``.
@@ -122,6 +128,8 @@ def session_kwargs(
         return with_tool_text(eta, {"guidance": guidance, "skills": bound, "gates": gates, "eta_version": version,
                                     "policies": eta.build_policies()})
     settings = eta.memory or MemorySettings()
+    # a whole recall leaves a search nothing new to find (only when η says so: a measured hypothesis)
+    memory_search = memory_search and not (recalled and recalled_whole and settings.whole_closes_search)
     searching = memory_search and (not recalled or settings.keep_search)
     _recall_resources(res, recalled, memory_search=memory_search, settings=settings)
     remember = asks_to_remember(request, eta.offers.get("memory_write")) if "memory_write" in eta.offers else True

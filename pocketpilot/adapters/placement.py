@@ -16,6 +16,16 @@ that a reviewed revision, or an ablation, turns on and off:
   request, the newest standing wish marked, a memory the store records as replaced left out
   (off by default until dev measures it; an η whose section leaves it off hashes as before
   the key existed).
+- ``whole_closes_search``: when the owner's whole history went in (and no shared store can
+  add to a search), ``memory_search`` is not offered and its note not shown: a search can
+  find nothing the planner has not been shown (on the dev memory group every harness search
+  after a whole recall returned the memories already shown, two to four steps a run).
+- ``as_messages``: each memory its own message, in time order, the newest last before the
+  request, under one message with the date and the rules (the chat form the bare planner
+  reads its history in), instead of one list.
+
+The last three are off by default until dev measures them; an η whose section leaves one off
+hashes as before that key existed.
 
 An η without the section (None) runs the harness's defaults
 (:class:`~pocketpilot.harness.recall.MemoryPlacement`, ``HarnessConfig.answers``), and hashes
@@ -43,6 +53,8 @@ class MemorySettings(BaseModel):
     answers: bool = True
     keep_search: bool = True
     newest_last: bool = False
+    whole_closes_search: bool = False
+    as_messages: bool = False
 
     @classmethod
     def legacy(cls) -> MemorySettings:

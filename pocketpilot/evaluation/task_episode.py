@@ -152,6 +152,7 @@ class HarnessKit:
         request: str | None = None,
         recalled: Sequence[str] = (),
         memory_search: bool = True,
+        recalled_whole: bool = False,
     ) -> dict[str, Any]:
         """Session keyword arguments for a session exposing ``exposed``.
 
@@ -165,7 +166,8 @@ class HarnessKit:
 
             return session_kwargs(self.eta, list(exposed), library=self.library, memory=memory, delegate=True,
                                   guidance_filter=self._filter, request=request, recalled=recalled,
-                                  router=self._router, memory_search=memory_search)
+                                  router=self._router, memory_search=memory_search,
+                                  recalled_whole=recalled_whole)
         return {"guidance": [], "skills": self.library, "gates": self.gates_for(exposed), "eta_version": None}
 
     def tool_retriever(self, k: int | None, embedder: Embedder | None) -> Any | None:
@@ -195,7 +197,7 @@ class HarnessKit:
             return config
         placement = MemoryPlacement(recall=settings.recall, k=settings.recall_k, budget=settings.budget,
                                     dated=settings.dated, standing_wishes=settings.standing_wishes,
-                                    newest_last=settings.newest_last)
+                                    newest_last=settings.newest_last, as_messages=settings.as_messages)
         return replace(config, memory=placement, answers=settings.answers)
 
     def gates_for(self, exposed: Sequence[str | ToolSpec]) -> list[ToolGate]:
@@ -354,6 +356,8 @@ async def run_task_episode(
                 request=task.goal,
                 recalled=[h.content for h in got.hits],
                 memory_search=bool(memory.seeded),  # an empty store has nothing to find
+                # the whole history shown, and no shared store beside it: a search finds nothing new
+                recalled_whole=got.whole and getattr(memory.bound, "shared", None) is None,
             )
             kw["guidance"] = [*policy, *kw.get("guidance", [])]  # the task's policy ahead of η's notes
             retriever = kit.tool_retriever(settings.tool_k if settings is not None else None, embedder)

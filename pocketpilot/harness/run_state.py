@@ -221,6 +221,8 @@ class RunState:
 
     def _evidence(self) -> list[ChatMessage]:
         evidence = self.setup.evidence
+        if self.cfg.memory.as_messages:  # each entry (the clock, the heading, every memory) a message of its own
+            return [ChatMessage(role="user", content=entry, section="evidence") for entry in evidence]
         return [ChatMessage(role="user", content="\n\n".join(evidence), section="evidence")] if evidence else []
 
     def seen(self, prefix: ChatMessage) -> dict[str, Any]:

@@ -1,0 +1,215 @@
+"""Two memory-placement switches from the dev memory group's traces (issue 35), off by default:
+
+- ``whole_closes_search``: when the owner's whole history went in, ``memory_search`` is not
+  offered (nor its search-again note): every harness search after a whole recall returned the
+  memories already shown, two to four steps of a run;
+- ``as_messages``: each memory its own message, the newest last before the request, as the
+  bare planner reads the same history, under one message with the date and the rules.
+
+Both read what was recalled, its provenance and its timestamps, never its wording.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from bench_scripts import bench_script
+
+from pocketpilot.adapters import compile_eta, sandbox_tool_apps
+from pocketpilot.adapters.eta import Eta
+from pocketpilot.adapters.kit import session_kwargs
+from pocketpilot.adapters.placement import MemorySettings
+from pocketpilot.contracts import RetrievedMemory
+from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, run_task_episode
+from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
+from pocketpilot.harness import HarnessConfig, MemoryPlacement, Session
+from pocketpilot.harness.planners import ScriptedPlanner
+from pocketpilot.harness.recall import render_recall
+from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
+from pocketpilot.tasks import TaskSpec
+from pocketpilot.tasks.loader import load_task
+from pocketpilot.tasks.split_index import read_split_index
+
+SERVICE, ADMIN = "messages-service-token-0123456789", "messages-admin-credential-98765432"
+NOW = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
+OLD = "For a trip, I always want this: record a 70-second video."
+NEW = "Different now: for a trip, a 55-second video."
+REQUEST = "Get the camera ready for a trip, like I always want."
+SUITE = Path(__file__).resolve().parents[2] / "pocketpilot" / "tasks" / "suite"
+
+
+def mem(id_: str, content: str, day: int, source: str = "user_statement", **prov: str) -> RetrievedMemory:
+    return RetrievedMemory(id=id_, tier="user", content=content, score=0.0,
+                           provenance={"source": source, "owner": "alice", "store": "private",
+                                       "observed_at": f"2025-03-{day:02d}T18:00:00+00:00", **prov})
+
+
+# ---------------------------------------------------------------- as_messages: the rendering
+
+
+def test_as_messages_gives_the_rules_then_one_entry_per_memory_oldest_first() -> None:
+    hits = [mem("b", NEW, 11), mem("o", "Bob: 30 seconds.", 12, owner="bob"), mem("a", OLD, 2)]
+    heading, *memories = render_recall(hits, MemoryPlacement(as_messages=True), now=NOW, owner="alice", whole=True)
+    assert heading.startswith("All memories of the user, oldest first (today is Friday 2025-03-14), each in a message")
+    assert "standing wishes: act on them" in heading and "A newer memory replaces an older one" in heading
+    assert memories == [f"[2025-03-02 Sun 18:00] the user said: {OLD}",
+                        f"[2025-03-11 Tue 18:00] the user said: {NEW}",
+                        "[2025-03-12 Wed 18:00] someone else said: Bob: 30 seconds."]  # provenance, not wording
+
+
+def test_as_messages_composes_with_newest_last() -> None:
+    both = MemoryPlacement(as_messages=True, newest_last=True)
+    _, *memories = render_recall([mem("a", OLD, 2, status="superseded"), mem("b", NEW, 11, supersedes="a")], both,
+                                 now=NOW, owner="alice")
+    assert memories == [f"[2025-03-11 Tue 18:00] the user said (replaces the memory of 2025-03-02): {NEW}"]
+
+
+def test_as_messages_off_renders_one_entry_as_before() -> None:
+    (text,) = render_recall([mem("b", NEW, 11), mem("a", OLD, 2)], MemoryPlacement(), now=NOW, owner="alice")
+    assert text.splitlines()[1:3] == [f"- [2025-03-02 Sun 18:00] the user said: {OLD}",
+                                      f"- [2025-03-11 Tue 18:00] the user said: {NEW}"]
+
+
+# ---------------------------------------------------------------- as_messages: in a session
+
+
+@pytest.fixture
+def store(tmp_path: Path):  # noqa: ANN201
+    s = SqliteMemory(tmp_path / "mem.db", AccessPolicy(SERVICE, ADMIN))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def remember(store: SqliteMemory, content: str, days_ago: int) -> None:
+    prov = Provenance(source="user_statement", observed_at=NOW - timedelta(days=days_ago))
+    store.write(Caller.service(SERVICE, acting_for="alice"), MemoryCandidate(content=content, tier="user",
+                                                                            provenance=prov))
+
+
+async def first_prompt(store: SqliteMemory, placement: MemoryPlacement) -> list:
+    planner = ScriptedPlanner([{"kind": "finish", "summary": "done"}])
+    session = Session(planner, SandboxExecutor(SandboxPhone()), tools=["list_notes"],
+                      memory=BoundMemory(store, Caller.service(SERVICE, acting_for="alice"), "s1"),
+                      clock=lambda: NOW, config=HarnessConfig(memory=placement))
+    await session.run(REQUEST)
+    return planner.requests[0].messages
+
+
+async def test_in_a_session_each_memory_is_a_message_and_the_newest_is_right_before_the_request(store):
+    remember(store, OLD, days_ago=12)
+    remember(store, NEW, days_ago=3)
+    messages = await first_prompt(store, MemoryPlacement(as_messages=True))
+    evidence = [m for m in messages if m.section == "evidence"]
+    assert [m.role for m in evidence] == ["user"] * 4  # the clock, the heading, two memories
+    assert evidence[0].content.startswith("On the device it is now Friday 2025-03-14")
+    assert evidence[1].content.startswith("All memories of the user")
+    assert evidence[2].content.endswith(OLD) and evidence[3].content.endswith(NEW)
+    after = messages[messages.index(evidence[3]) + 1]
+    assert after.section == "request" and after.content == REQUEST
+    one = [m for m in await first_prompt(store, MemoryPlacement()) if m.section == "evidence"]
+    assert len(one) == 1 and OLD in one[0].content and NEW in one[0].content  # off: one message, as before
+
+
+# ---------------------------------------------------------------- whole_closes_search: the kit
+
+
+@pytest.fixture(scope="module")
+def eta():  # noqa: ANN201
+    tools, apps = sandbox_tool_apps()
+    return compile_eta(tools, apps=apps)
+
+
+def offered(eta: Eta, settings: MemorySettings, *, whole: bool) -> tuple[list[str], str]:
+    names = [t.name for t in sandbox_tool_apps()[0]]
+    kw = session_kwargs(eta.model_copy(update={"memory": settings}), names, memory=True, request=REQUEST,
+                        recalled=[OLD, NEW], recalled_whole=whole)
+    return kw["actions"], "\n".join(kw["guidance_for"](names))
+
+
+def test_a_whole_recall_closes_memory_search_only_with_the_switch_on(eta):
+    on = MemorySettings(whole_closes_search=True)
+    actions, notes = offered(eta, on, whole=True)
+    assert "memory_search" not in actions and "memory_search with other words" not in notes
+    assert "The memories shown with the request are dated" in notes  # the recall note stays
+    # a retrieval (not the whole history) may have missed: search stays offered
+    actions, notes = offered(eta, on, whole=False)
+    assert "memory_search" in actions and "memory_search with other words" in notes
+    # off (the default): offered after a whole recall, as before
+    actions, notes = offered(eta, MemorySettings(), whole=True)
+    assert "memory_search" in actions and "memory_search with other words" in notes
+
+
+def test_nothing_recalled_leaves_memory_search_offered_whatever_the_switch(eta):
+    names = [t.name for t in sandbox_tool_apps()[0]]
+    kw = session_kwargs(eta.model_copy(update={"memory": MemorySettings(whole_closes_search=True)}), names,
+                        memory=True, request=REQUEST, recalled=[], recalled_whole=True)
+    assert "memory_search" in kw["actions"]
+
+
+# ---------------------------------------------------------------- η, the kit's config, the bench
+
+
+def test_the_switches_hash_as_before_when_off_and_map_onto_the_session() -> None:
+    assert set(Eta(memory=MemorySettings()).content()["memory"]).isdisjoint({"whole_closes_search", "as_messages"})
+    for key in ("whole_closes_search", "as_messages"):
+        on = Eta(memory=MemorySettings(**{key: True}))
+        assert on.content()["memory"][key] is True and on.version != Eta(memory=MemorySettings()).version
+    cfg = HarnessKit(None, eta=Eta(memory=MemorySettings(as_messages=True))).configure(HarnessConfig())
+    assert cfg.memory.as_messages is True
+    assert HarnessKit(None, eta=Eta(memory=MemorySettings())).configure(HarnessConfig()).memory.as_messages is False
+
+
+def test_the_bench_turns_on_one_switch_or_several() -> None:
+    with bench_script("bench_memory_answer") as script:
+        for key in ("whole_closes_search", "as_messages"):
+            assert f"with-{key}" in script.VARIANTS
+        kit = script.variant_kit(HarnessKit(None, eta=Eta()), "with-whole_closes_search+as_messages")
+        assert kit.eta.memory == MemorySettings(whole_closes_search=True, as_messages=True)
+        assert script._variant("with-whole_closes_search+as_messages")
+        with pytest.raises(Exception, match="unknown variant"):
+            script._variant("with-whole_closes_search+recall")  # only off-by-default switches combine
+
+
+# ---------------------------------------------------------------- a task episode, end to end
+
+
+def _dev_task_with_wishes() -> TaskSpec:
+    """The first dev memory task whose owner has two or more of their own statements seeded."""
+    for task_id in sorted(read_split_index(SUITE)["dev"]):
+        task = load_task(SUITE / f"{task_id}.yaml", roots=(SUITE, SUITE.parent))
+        mine = [m for m in task.memory if m.source == "user_statement" and m.owner == "user"]
+        if task.group == "memory" and len(mine) >= 2 and len(mine) == len(task.memory):
+            return task
+    raise AssertionError("no dev memory task seeds two statements of its owner")
+
+
+@pytest.fixture(scope="module")
+def kit() -> HarnessKit:
+    return load_harness_kit()
+
+
+async def test_a_task_episode_under_both_switches(kit: HarnessKit, tmp_path: Path) -> None:
+    task = _dev_task_with_wishes()
+    search = {"kind": "memory_search", "query": "what I always want"}
+    finish = {"kind": "finish", "summary": "done"}
+    on = HarnessKit(kit.library, eta=kit.eta.model_copy(
+        update={"memory": MemorySettings(whole_closes_search=True, as_messages=True)}))
+    episode, _ = await run_task_episode(task, ScriptedPlanner([search, finish]), mode="harness", kit=on,
+                                        trace_dir=tmp_path)
+    assert episode.header.recalled and "memory_search" not in episode.header.kinds
+    step = episode.steps[0]  # not offered: the planner's grammar has no such action, and no search runs
+    assert step.action is None and step.error is not None and step.error.code == "invalid_action"
+    assert not step.retrieved
+    memories = [m["content"] for m in episode.header.preamble][2:]
+    assert len(memories) == len(task.memory)  # one message each, after the clock and the heading
+    assert all(m.content in text for m, text in zip(sorted(task.memory, key=lambda m: m.created_at), memories,
+                                                       strict=True))
+    # the defaults: searched, one evidence message
+    episode, _ = await run_task_episode(task, ScriptedPlanner([search, finish]), mode="harness", kit=kit,
+                                        trace_dir=tmp_path)
+    assert "memory_search" in episode.header.kinds and episode.steps[0].retrieved
+    assert len(episode.header.preamble) == 1
