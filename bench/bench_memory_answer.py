@@ -10,7 +10,8 @@ Runs the harness mode of each selected task once per variant of η's ``memory`` 
 - ``no-<key>``: the defaults with one switch off (``recall``, ``budget``, ``dated``,
   ``standing_wishes``, ``answers``, ``keep_search``, ``asked_back``);
 - ``with-<key>``: the defaults with one switch on that is off by default (``newest_last``,
-  ``whole_closes_search``, ``as_messages``); ``with-<key>+<key>`` turns on several.
+  ``whole_closes_search``, ``as_messages``, ``drop_recall_note``); ``with-<key>+<key>`` turns on
+  several.
 
 Tune on dev only. Every run loads the GGUF model: run it under the model lock::
 
@@ -40,7 +41,7 @@ from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, ru
 from pocketpilot.tasks import load_suite
 
 KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search")
-OFF_KEYS = ("newest_last", "whole_closes_search", "as_messages")
+OFF_KEYS = ("newest_last", "whole_closes_search", "as_messages", "drop_recall_note")
 """Switches off by default: their variant turns one on."""
 VARIANTS = ("on", "legacy", *(f"no-{k}" for k in (*KEYS, "asked_back")), *(f"with-{k}" for k in OFF_KEYS))
 

@@ -210,7 +210,7 @@ class Eta(_Model):
         if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
             del data["memory"]
         else:  # a switch added off by default: off, hashed and stored as before the key existed
-            for key in ("newest_last", "whole_closes_search", "as_messages"):
+            for key in ("newest_last", "whole_closes_search", "as_messages", "drop_recall_note"):
                 if data.get("memory", {}).get(key) is False:
                     del data["memory"][key]
         entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]

@@ -195,7 +195,8 @@ def _recall_resources(res: set[str], recalled: Sequence[str], *, memory_search: 
     if recalled or not memory_search:
         res.discard("memory")
     if recalled:  # the answer path's note says a question is answered from them; the earlier one said check
-        res.add("recall-answer" if settings.answers else "recall")
+        if not settings.drop_recall_note:  # left out, the evidence's own rules say what it said but "check"
+            res.add("recall-answer" if settings.answers else "recall")
         if memory_search and settings.keep_search:
             res.add("search-again")
 

@@ -23,8 +23,15 @@ that a reviewed revision, or an ablation, turns on and off:
 - ``as_messages``: each memory its own message, in time order, the newest last before the
   request, under one message with the date and the rules (the chat form the bare planner
   reads its history in), instead of one list.
+- ``drop_recall_note``: the recall note is left out of the guidance. The evidence message's
+  own rules already say what it says (dated, a newer memory replaces an older one, a question
+  is answered from them), all but "before changing something, check its live state with a
+  tool": on the dev memory group the harness then read before acting where bare acted (a
+  listing before a create, an item's details after finding it), and its next action took an
+  older or unrelated memory's value. The rules' "check a state before a conditional change"
+  stays.
 
-The last three are off by default until dev measures them; an η whose section leaves one off
+The last four are off by default until dev measures them; an η whose section leaves one off
 hashes as before that key existed.
 
 An η without the section (None) runs the harness's defaults
@@ -55,6 +62,7 @@ class MemorySettings(BaseModel):
     newest_last: bool = False
     whole_closes_search: bool = False
     as_messages: bool = False
+    drop_recall_note: bool = False
 
     @classmethod
     def legacy(cls) -> MemorySettings:

@@ -1,12 +1,15 @@
-"""Two memory-placement switches from the dev memory group's traces (issue 35), off by default:
+"""Three memory-placement switches from the dev memory group's traces (issue 35), off by default:
 
 - ``whole_closes_search``: when the owner's whole history went in, ``memory_search`` is not
   offered (nor its search-again note): every harness search after a whole recall returned the
   memories already shown, two to four steps of a run;
 - ``as_messages``: each memory its own message, the newest last before the request, as the
-  bare planner reads the same history, under one message with the date and the rules.
+  bare planner reads the same history, under one message with the date and the rules;
+- ``drop_recall_note``: the recall note is left out of the guidance (the evidence's own rules
+  say what it says, all but "before changing something, check its live state with a tool",
+  after which the harness read where bare acted).
 
-Both read what was recalled, its provenance and its timestamps, never its wording.
+All read what was recalled, its provenance and its timestamps, never its wording.
 """
 
 from __future__ import annotations
@@ -150,12 +153,30 @@ def test_nothing_recalled_leaves_memory_search_offered_whatever_the_switch(eta):
     assert "memory_search" in kw["actions"]
 
 
+# ---------------------------------------------------------------- drop_recall_note: the kit
+
+
+def test_drop_recall_note_leaves_the_note_out_and_nothing_else(eta):
+    actions, notes = offered(eta, MemorySettings(drop_recall_note=True), whole=True)
+    assert "The memories shown with the request" not in notes and "check its live state" not in notes
+    assert "memory_search" in actions and "memory_search with other words" in notes  # search is its own switch
+    _, notes = offered(eta, MemorySettings(drop_recall_note=True, whole_closes_search=True), whole=True)
+    assert "memory_search" not in notes  # the two together: no memory note at all
+    _, notes = offered(eta, MemorySettings(), whole=True)
+    assert "The memories shown with the request are dated" in notes and "check its live state" in notes
+    # what the note said but "check" is in the evidence the planner is shown with the request
+    (evidence,) = render_recall([mem("a", OLD, 2), mem("b", NEW, 11)], MemoryPlacement(), now=NOW, owner="alice")
+    assert "A newer memory replaces an older one it contradicts" in evidence
+    assert "A question about the past is answered from these" in evidence
+
+
 # ---------------------------------------------------------------- η, the kit's config, the bench
 
 
 def test_the_switches_hash_as_before_when_off_and_map_onto_the_session() -> None:
-    assert set(Eta(memory=MemorySettings()).content()["memory"]).isdisjoint({"whole_closes_search", "as_messages"})
-    for key in ("whole_closes_search", "as_messages"):
+    keys = ("whole_closes_search", "as_messages", "drop_recall_note")
+    assert set(Eta(memory=MemorySettings()).content()["memory"]).isdisjoint(keys)
+    for key in keys:
         on = Eta(memory=MemorySettings(**{key: True}))
         assert on.content()["memory"][key] is True and on.version != Eta(memory=MemorySettings()).version
     cfg = HarnessKit(None, eta=Eta(memory=MemorySettings(as_messages=True))).configure(HarnessConfig())
@@ -165,7 +186,7 @@ def test_the_switches_hash_as_before_when_off_and_map_onto_the_session() -> None
 
 def test_the_bench_turns_on_one_switch_or_several() -> None:
     with bench_script("bench_memory_answer") as script:
-        for key in ("whole_closes_search", "as_messages"):
+        for key in ("whole_closes_search", "as_messages", "drop_recall_note"):
             assert f"with-{key}" in script.VARIANTS
         kit = script.variant_kit(HarnessKit(None, eta=Eta()), "with-whole_closes_search+as_messages")
         assert kit.eta.memory == MemorySettings(whole_closes_search=True, as_messages=True)
