@@ -75,6 +75,12 @@ def _variant(name: str) -> str:
     raise argparse.ArgumentTypeError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}, with-<key>+<key>")
 
 
+def _actions(episode: Any) -> list[str]:
+    """Each step's action, a tool call as its tools' names (what the planner did first, and how often it searched)."""
+    return ["+".join(c.name for c in s.action.calls) if s.action is not None and s.action.kind == "tool_call"
+            else (s.action.kind if s.action is not None else "unparsed") for s in episode.steps]
+
+
 def _say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -100,13 +106,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 episode, _ = await run_task_episode(task, planner, mode="harness", kit=kit)
                 rows.append({"task": task.id, "success": bool(episode.verdict and episode.verdict.success),
                              "stop": episode.stop_reason, "steps": len(episode.steps),
-                             "recalled": len(episode.header.recalled)})
+                             "recalled": len(episode.header.recalled), "actions": _actions(episode)})
                 _say(f"{name:18} {task.id:44} {rows[-1]['stop']:10} {'PASS' if rows[-1]['success'] else 'fail'}")
             report["variants"][name] = {
                 "passed": sum(r["success"] for r in rows), "n": len(rows),
                 "answered": sum(r["stop"] == "finish" for r in rows),
                 "asked_user": sum(r["stop"] == "ask_user" for r in rows),
-                "mean_steps": statistics.mean(r["steps"] for r in rows), "rows": rows,
+                "mean_steps": statistics.mean(r["steps"] for r in rows),
+                "searches": sum(a == "memory_search" for r in rows for a in r["actions"]), "rows": rows,
             }
     finally:
         await planner.aclose()
@@ -128,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     report = asyncio.run(run(args))
-    _say("\n| variant | passed | answered (finish) | asked back (ask_user) | mean steps |\n|---|---|---|---|---|")
+    _say("\n| variant | passed | answered (finish) | asked back (ask_user) | mean steps | memory searches |"
+         "\n|---|---|---|---|---|---|")
     for name, v in report["variants"].items():
-        _say(f"| {name} | {v['passed']}/{v['n']} | {v['answered']} | {v['asked_user']} | {v['mean_steps']:.1f} |")
+        _say(f"| {name} | {v['passed']}/{v['n']} | {v['answered']} | {v['asked_user']} | {v['mean_steps']:.1f} |"
+             f" {v['searches']} |")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
     return 0

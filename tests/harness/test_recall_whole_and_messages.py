@@ -234,3 +234,5 @@ async def test_a_task_episode_under_both_switches(kit: HarnessKit, tmp_path: Pat
                                         trace_dir=tmp_path)
     assert "memory_search" in episode.header.kinds and episode.steps[0].retrieved
     assert len(episode.header.preamble) == 1
+    with bench_script("bench_memory_answer") as script:  # the bench's rows count the searches
+        assert script._actions(episode) == ["memory_search", "finish"]
