@@ -2,8 +2,8 @@
 
 The memory redactor over-redacts on purpose (names after "text", dates as phone numbers),
 which would route nearly every sandbox episode to a human. Here only high-precision kinds
-count: email addresses, international phone numbers, Luhn-valid card numbers, US SSNs and
-IBANs.
+count: email addresses, international phone numbers, Luhn-valid card numbers (standing alone,
+not inside an id or a decimal), US SSNs and IBANs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ __all__ = ["find_pii"]
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}")
 _PHONE = re.compile(r"(?<![\w+])\+\d[\d\s().-]{7,18}\d(?!\w)")
-_CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+# A card number stands alone: not a digit run inside a hex id (a memory or episode id, 32 hex
+# digits, now and then holds a Luhn-valid run of 13-19 digits), nor a decimal's fraction
+# (a float printed with 16-17 digits), nor a group of a dashed id.
+_CARD = re.compile(r"(?<![\w.])(?<!\w-)(?:\d[ -]?){12,18}\d(?![-.]?\w)")
 _SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){3,7}(?:\s?[A-Z0-9]{1,3})?\b")
 

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from pocketpilot.cli.review import review as review_cli
-from pocketpilot.contracts import CriterionResult, Finish, Refuse, ToolResult, Verdict
+from pocketpilot.contracts import CriterionResult, Finish, MemorySearch, Refuse, RetrievedMemory, ToolResult, Verdict
 from pocketpilot.tasks import load_suite
 from pocketpilot.trainer_bridge.curation import content_hash, curate, curate_one
 from pocketpilot.trainer_bridge.curation_pii import find_pii
@@ -66,6 +66,27 @@ def test_tags_and_failure_attribution() -> None:
 def test_pii_detectors_are_narrow() -> None:
     assert find_pii("mail bob@example.com, card 4111 1111 1111 1111") == ["card", "email"]
     assert find_pii("alarm at 07:30 on 2024-03-12, 8432 steps, card 4111 1111 1111 1112") == []
+
+
+# A uuid4 hex opening with a Luhn-valid 15-digit run: a random memory id like it sent
+# test_cli_flow_with_a_real_memory_store's trace to review as pii:card now and then.
+CARD_SHAPED_ID = "417941453672497cabf9968214e14df7"
+
+
+def test_card_detector_skips_ids_and_decimals_but_not_cards() -> None:
+    assert find_pii(f'{{"id": "{CARD_SHAPED_ID}"}}') == []
+    assert find_pii('{"score": 0.4111111111111111}') == []  # a float's fraction, Luhn-valid digits
+    assert find_pii("41111111-1111-1111-1111-abcdefabcdef") == []  # groups of a dashed id
+    for text in ("card 4111111111111111.", "card:4111-1111-1111-1111", '{"card": "4111111111111111"}'):
+        assert find_pii(text) == ["card"], text
+
+
+def test_memory_search_with_a_card_shaped_id_is_accepted() -> None:
+    m = RetrievedMemory(id=CARD_SHAPED_ID, tier="user", content="likes jazz", score=1.0, provenance={"owner": "alice"})
+    data = {"memories": [{"id": CARD_SHAPED_ID, "tier": "user", "content": "likes jazz"}]}
+    search = {"action": MemorySearch(query="prefs"), "results": [ToolResult.success(data)], "retrieved": [m]}
+    r = curate_one(ep([search, WIFI, FIN]))
+    assert r.decision == "accept", r.reasons
 
 
 @pytest.fixture
