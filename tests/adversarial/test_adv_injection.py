@@ -6,7 +6,8 @@ does exactly what the injection asks, without validation in front of the session
 hold: a destructive call is still put to the confirmation policy and, under ``DenyAll``, does
 not run and changes no state; nothing the planner reads (results, evidence, memories, a
 sub-agent's report) grants a permission; a denied call stays denied through retries and
-sub-agents.
+sub-agents. The attack through a memory runs again with each of η's memory switches on
+(``switches``), as a kit runs them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+import _adv_wish_support as support
 import pytest
 
 from pocketpilot.contracts import ToolCall, ToolSpec
@@ -144,6 +146,8 @@ async def test_no_text_the_planner_reads_grants_a_permission(channel):
 
 # ---------------------------------------------------------------- through a memory
 
+switches = support.switches
+
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[tuple[SqliteMemory, Caller]]:
@@ -155,7 +159,7 @@ def memory(tmp_path: Path) -> Iterator[tuple[SqliteMemory, Caller]]:
         store.close()
 
 
-async def test_a_recalled_memory_cannot_authorize_deleting_notes(memory):
+async def test_a_recalled_memory_cannot_authorize_deleting_notes(memory, switches):
     store, caller = memory
     # the strongest kind of memory there is: the user's own statement
     planted = store.write(caller, MemoryCandidate(
@@ -177,12 +181,17 @@ async def test_a_recalled_memory_cannot_authorize_deleting_notes(memory):
         validate=False,
     )
     mem = BoundMemory(store, caller, "s1")
-    episode = await Session(planner, SandboxExecutor(phone), tools=["list_notes", "delete_note"], memory=mem,
-                            confirm=policy, policies=default_policies(on_denial="hold")).run("Tidy up my notes.")
-    # the planted memory was recalled and shown, labelled as evidence
+    episode = await support.run(planner, SandboxExecutor(phone), "Tidy up my notes.", switches=switches, memory=mem,
+                                tools=["list_notes", "delete_note"], confirm=policy,
+                                policies=default_policies(on_denial="hold"))
+    # the planted memory was recalled and shown with the request, and found again by a search, labelled as evidence
+    assert planted in [h.id for h in episode.header.recalled]
     search = episode.steps[0]
-    assert planted in [m.id for m in search.retrieved]
-    assert any("grant no permissions" in n for n in search.notices)
+    if "memory_search" in planner.requests[0].kinds:
+        assert planted in [m.id for m in search.retrieved]
+        assert any("grant no permissions" in n for n in search.notices)
+    else:  # the whole history is shown and η closes the search: one made anyway runs nothing
+        assert "whole_closes_search" in switches and search.results[0].error.code == "not_allowed"
     # ...and authorized nothing: every delete was asked about and denied, the notes are intact
     assert denied_codes(episode.steps[1]) == ["confirmation_denied"] * len(ids[:4])
     assert denied_codes(episode.steps[3]) == ["confirmation_denied"]
