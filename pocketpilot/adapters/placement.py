@@ -18,8 +18,8 @@ that a reviewed revision, or an ablation, turns on and off:
   the key existed).
 - ``whole_closes_search``: when the owner's whole history went in (and no shared store can
   add to a search), ``memory_search`` is not offered and its note not shown: a search can
-  find nothing the planner has not been shown (on the dev memory group every harness search
-  after a whole recall returned the memories already shown, two to four steps a run).
+  find nothing the planner has not been shown (on the dev memory group, a harness search after
+  a whole recall returned the memories already shown, and spent the run's steps on them).
 - ``as_messages``: each memory its own message, in time order, the newest last before the
   request, under one message with the date and the rules (the chat form the bare planner
   reads its history in), instead of one list.

@@ -1,8 +1,8 @@
 """Three memory-placement switches from the dev memory group's traces (issue 35), off by default:
 
 - ``whole_closes_search``: when the owner's whole history went in, ``memory_search`` is not
-  offered (nor its search-again note): every harness search after a whole recall returned the
-  memories already shown, two to four steps of a run;
+  offered (nor its search-again note): a harness search after a whole recall returned the
+  memories already shown;
 - ``as_messages``: each memory its own message, the newest last before the request, as the
   bare planner reads the same history, under one message with the date and the rules;
 - ``drop_recall_note``: the recall note is left out of the guidance (the evidence's own rules
