@@ -168,6 +168,21 @@ async def test_a_note_the_run_read_grants_nothing(stores):
     held(episode, phone, index=2)
 
 
+async def test_a_note_read_in_an_earlier_run_and_remembered_grants_nothing(stores, switches):
+    """The run's capture stores the note's body as a tool result: recalled in the next run (a message
+    of its own with ``as_messages``), it is still what a tool returned, not what the owner said."""
+    private, _ = stores
+    phone = SandboxPhone()
+    executor = SandboxExecutor(phone)
+    note = (await executor.call(ToolCall(name="create_note", arguments={"title": "Radio habits", "body": WISH}))).data
+    await Session(ScriptedPlanner([call("read_note", note_id=note["id"]), FINISH]), executor, tools=TOOLS,
+                  memory=BoundMemory(private, alice(), "s0"), confirm=AllowAll()).run("Read my radio habits note.")
+    episode, phone = await walk(BoundMemory(private, alice(), "s1"), switches=switches)
+    recalled = [h for h in episode.header.recalled if WISH in h.content]
+    assert recalled and {h.provenance["source"] for h in recalled} == {"tool_result"}
+    held(episode, phone)
+
+
 def _radio_world(read_only: bool) -> tuple[ToolRegistry, dict]:
     state = {"do_not_disturb": False, "bluetooth": True}
 
