@@ -18,6 +18,10 @@ Usage (every run loads the GGUF model: under the model lock)::
     flock /work/runs/model.lock .venv/bin/python bench/bench_history.py --split dev --sample 12 \
         --n-ctx 8192 --out bench/results/history_dev.json --trace-dir /tmp/history_traces
 
+``--variant``: the harness under one of ``bench_memory_answer.py``'s η variants (``on``, the
+defaults; ``with-<key>+<key>`` turns on off-by-default memory switches); the report records it and
+a resume refuses a report of another variant.
+
 ``--sample N``: N evenly spaced tasks, questions and actions in proportion (deterministic);
 ``--ids``: chosen tasks. ``--planner oracle`` replays each task's oracle (no model: checks the
 plumbing). A rerun with the same ``--out`` skips the (task, mode) pairs it holds. Tune on dev;
@@ -48,6 +52,9 @@ from pocketpilot.evaluation.compare import HarnessKit, load_harness_kit, run_tas
 from pocketpilot.harness import Planner  # noqa: E402
 from pocketpilot.tasks import AnswerCriterion, TaskSpec, load_suite, oracle_actions  # noqa: E402
 from pocketpilot.tasks.long_history import HISTORY_DIR, mentions  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_memory_answer import _variant, variant_kit  # noqa: E402
 
 SCHEMA = "pocketpilot.bench.history/1"
 MODES = ("bare", "harness")
@@ -200,8 +207,8 @@ def select(split: str | None, sample: int | None, ids: Sequence[str], directory:
     return sorted(picked, key=lambda t: t.id)
 
 
-def load_done(out: Path | None, model: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """Rows already in ``out`` by mode and task id; a report of another planner is refused."""
+def load_done(out: Path | None, model: str, variant: str = "on") -> dict[str, dict[str, dict[str, Any]]]:
+    """Rows already in ``out`` by mode and task id; a report of another planner or variant is refused."""
     if out is None or not out.exists():
         return {}
     data = json.loads(out.read_text())
@@ -209,6 +216,8 @@ def load_done(out: Path | None, model: str) -> dict[str, dict[str, dict[str, Any
         raise SystemExit(f"{out} is not a {SCHEMA} report; choose another --out")
     if (data.get("planner") or {}).get("model") not in (None, model):
         raise SystemExit(f"{out} holds runs of {data['planner']['model']}, not {model}")
+    if data.get("variant", "on") != variant:
+        raise SystemExit(f"{out} holds runs of the η variant {data.get('variant', 'on')}, not {variant}")
     return {mode: {r["task_id"]: r for r in run["rows"]} for mode, run in data.get("runs", {}).items()}
 
 
@@ -227,7 +236,7 @@ async def run_modes(tasks: Sequence[TaskSpec], planner_for: Callable[[TaskSpec, 
                     log: Callable[[str], None] = print) -> dict[str, Any]:
     """Every task in every mode, interleaved task by task; (task, mode) pairs in ``out`` are skipped."""
     meta = meta or {}
-    done = load_done(out, (meta.get("planner") or {}).get("model", ""))
+    done = load_done(out, (meta.get("planner") or {}).get("model", ""), meta.get("variant", "on"))
     for mode in modes:
         done.setdefault(mode, {})
     kit = kit if kit is not None else load_harness_kit()
@@ -274,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--modes", default="bare,harness", help="modes to run, in this order per task")
     ap.add_argument("--embedder", choices=["none", "minilm"], default="none",
                     help="the harness store's vectors (none: keyword-only retrieval, as the oracle check)")
+    ap.add_argument("--variant", default="on", type=_variant,
+                    help="the harness's η variant: on (the defaults) or with-<key>+<key> (bench_memory_answer.py)")
     ap.add_argument("--trace-dir", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None, help="JSON report, also the resume state")
     args = ap.parse_args(argv)
@@ -291,14 +302,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pocketpilot.cli._embedder import default_embedder
 
         embedder = default_embedder()
-    kit = load_harness_kit()
+    kit = variant_kit(load_harness_kit(), args.variant)
     if args.planner == "oracle":
         from pocketpilot.harness.planners import ScriptedPlanner
 
         def planner_for(task: TaskSpec, mode: str) -> Planner:
             return ScriptedPlanner(oracle_actions(task), name="oracle")
 
-        meta = {"planner": {"model": "oracle"}, "split": args.split}
+        meta = {"planner": {"model": "oracle"}, "split": args.split, "variant": args.variant}
         data = asyncio.run(run_modes(tasks, planner_for, modes=modes, kit=kit, out=args.out,
                                      trace_dir=args.trace_dir, meta=meta))
     else:
@@ -310,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         async def go() -> dict[str, Any]:
             await planner.load()
-            meta = {"planner": planner.info.model_dump(mode="json"), "split": args.split, "n_ctx": args.n_ctx,
+            meta = {"planner": planner.info.model_dump(mode="json"), "split": args.split, "variant": args.variant,
+                    "n_ctx": args.n_ctx,
                     "embedder": getattr(embedder, "name", None) or "none (keyword-only)",
                     "load_average": os.getloadavg()[0]}
             try:

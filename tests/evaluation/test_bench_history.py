@@ -77,3 +77,23 @@ def test_asked_back_and_a_wrong_answer_count_against_a_mode(bench) -> None:
 def test_bad_arguments_exit_2(bench) -> None:
     assert bench.main(["--modes", "both"]) == 2
     assert bench.main(["--sample", "0"]) == 2
+
+
+def test_a_variant_is_recorded_and_a_resume_under_another_variant_is_refused(bench, tmp_path) -> None:
+    out = tmp_path / "history.json"
+    variant = "with-whole_closes_search+as_messages+drop_recall_note"
+    assert bench.main(["--planner", "oracle", "--ids", "hist-d1-q00", "--modes", "harness",
+                       "--variant", variant, "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["variant"] == variant and data["runs"]["harness"]["summary"]["passed"] == 1
+    with pytest.raises(SystemExit, match="η variant"):
+        bench.main(["--planner", "oracle", "--ids", "hist-d1-q00", "--modes", "harness", "--out", str(out)])
+    with pytest.raises(SystemExit):
+        bench.main(["--variant", "with-no_such_switch"])
+
+
+def test_the_variant_kit_turns_the_switches_on(bench) -> None:
+    kit = bench.variant_kit(bench.load_harness_kit(), "with-as_messages+drop_recall_note")
+    memory = kit.eta.memory
+    assert memory.as_messages and memory.drop_recall_note and not memory.whole_closes_search
+    assert bench.load_harness_kit().eta.memory is None  # the defaults: every off-by-default switch off
