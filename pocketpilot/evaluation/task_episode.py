@@ -357,7 +357,7 @@ async def run_task_episode(
                 recalled=[h.content for h in got.hits],
                 memory_search=bool(memory.seeded),  # an empty store has nothing to find
                 # the whole history shown, and no shared store beside it: a search finds nothing new
-                recalled_whole=got.whole and getattr(memory.bound, "shared", None) is None,
+                recalled_whole=got.whole,
             )
             kw["guidance"] = [*policy, *kw.get("guidance", [])]  # the task's policy ahead of η's notes
             retriever = kit.tool_retriever(settings.tool_k if settings is not None else None, embedder)

@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 
 from ..contracts import RetrievedMemory
 from ..errors import UsageError
-from ..memory.base import ListsMemories, MemoryStore
+from ..memory.base import ListsMemories, MemoryStore, SearchesShared
 
 __all__ = [
     "ListsMemories",
@@ -95,10 +95,26 @@ class MemoryPlacement:
 
 @dataclass(frozen=True)
 class Recall:
-    """What was recalled for a request: the memories, and whether they are the owner's whole history."""
+    """What was recalled for a request: the memories, and whether they are all a search could find.
+
+    Attributes:
+        hits: the memories recalled.
+        history: the hits are the owner's whole history, listed rather than retrieved (the
+            rendering says "all memories of the user").
+        shared: a shared store sits beside the owner's, so a search may find what a listing
+            of the owner's history left out.
+    """
 
     hits: tuple[RetrievedMemory, ...] = ()
-    whole: bool = False
+    history: bool = False
+    shared: bool = False
+
+    @property
+    def whole(self) -> bool:
+        """The owner's whole history went in and no shared store sits beside it: a search finds
+        nothing the planner has not been shown (what ``whole_closes_search`` acts on).
+        """
+        return self.history and not self.shared
 
 
 _MIN_LINE_TOKENS = 8
@@ -271,10 +287,13 @@ async def recall(
 
     The owner's whole history when the memory can list it (:class:`ListsMemories`) and its
     rendering fits ``placement.budget``; otherwise the ``placement.k`` best hits of hybrid
-    retrieval. Nothing when ``placement.recall`` is off.
+    retrieval. Nothing when ``placement.recall`` is off. The result says whether a shared store
+    sits beside the owner's (:class:`SearchesShared`), so whoever builds the session (an app, the
+    bench) reads :attr:`Recall.whole` instead of looking at the memory's insides.
     """
     if not placement.recall:
         return Recall()
+    shared = isinstance(memory, SearchesShared) and memory.searches_shared
     if placement.budget > 0 and isinstance(memory, ListsMemories):
         # a rendered memory takes at least _MIN_LINE_TOKENS (its date and label alone): a longer
         # history is retrieved without listing, rendering and counting all of it
@@ -284,5 +303,5 @@ async def recall(
             text = "\n".join(render_recall(everything, placement, now=now, owner=owner, whole=True))
             if count_tokens(text) <= placement.budget:
                 await memory.mark_recalled([h.id for h in everything])
-                return Recall(tuple(everything), whole=True)
-    return Recall(tuple(await memory.search(request, k=placement.k)))
+                return Recall(tuple(everything), history=True, shared=shared)
+    return Recall(tuple(await memory.search(request, k=placement.k)), shared=shared)

@@ -281,7 +281,7 @@ class Session:
         owner = self.memory.owner if isinstance(self.memory, ListsMemories) else None
         got = given if given is not None else await recall(self.memory, request, placement, self.planner.count_tokens,
                                                            owner=owner, now=now)
-        return list(got.hits), [*evidence, *render_recall(got.hits, placement, now=now, owner=owner, whole=got.whole)]
+        return list(got.hits), [*evidence, *render_recall(got.hits, placement, now=now, owner=owner, whole=got.history)]
 
     def _new_run(self, request: str, earlier: Sequence[ChatMessage], *, evidence: Sequence[str] | None = None,
                  recalled: Sequence[RetrievedMemory] = ()) -> Run:

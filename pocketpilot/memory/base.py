@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..contracts import Episode, RetrievedMemory
 
-__all__ = ["DescribesRetrieval", "ListsMemories", "MemoryStore"]
+__all__ = ["DescribesRetrieval", "ListsMemories", "MemoryStore", "SearchesShared"]
 
 
 @runtime_checkable
@@ -66,4 +66,19 @@ class ListsMemories(Protocol):
 
     async def mark_recalled(self, ids: Sequence[str]) -> None:
         """Tag memories as shown in this session, so capturing the run does not store them again."""
+        ...
+
+
+@runtime_checkable
+class SearchesShared(Protocol):
+    """A memory whose search may also return a shared store's records, beside the owner's own.
+
+    Optional: a memory that does not say so searches its owner's records alone. Recall reads it
+    to tell whether a listed history is all a search could find: the listing leaves the shared
+    store out (:meth:`ListsMemories.owner_memories`), a search does not.
+    """
+
+    @property
+    def searches_shared(self) -> bool:
+        """True when a shared store is searched alongside the owner's."""
         ...

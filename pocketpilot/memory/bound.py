@@ -118,6 +118,11 @@ class BoundMemory:
         """Whose memories this view reads (the bound caller's subject)."""
         return self.caller.subject
 
+    @property
+    def searches_shared(self) -> bool:
+        """Whether a search reads the shared store too (what listing the owner's history leaves out)."""
+        return self.shared is not None
+
     async def owner_memories(self, *, limit: int) -> list[RetrievedMemory]:
         """The owner's live memories in the private store, newest first, at most ``limit``.
 

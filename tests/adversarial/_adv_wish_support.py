@@ -91,21 +91,20 @@ async def run(planner: Any, executor: Any, request: str, *, switches: tuple[str,
     kit = HarnessKit(eta=eta)
     cfg = kit.configure(config)
     if recalled is not None and "whole_closes_search" in switches:
-        recalled = replace(recalled, whole=True)
+        recalled = replace(recalled, history=True, shared=memory is not None and memory.searches_shared)
     if recalled is None and memory is not None:
         recalled = await recall_for(memory, request, cfg.memory, planner.count_tokens, owner=memory.owner)
     got = recalled or Recall()
-    shared = memory is not None and memory.shared is not None
     specs = [t for t in executor.tools() if t.name in tools]
     kwargs = kit.session_kwargs(specs, memory=memory is not None, request=request,
-                                recalled=[h.content for h in got.hits], recalled_whole=got.whole and not shared)
+                                recalled=[h.content for h in got.hits], recalled_whole=got.whole)
     episode = await Session(planner, executor, tools=tools, memory=memory, config=cfg, recalled=got,
                             **{**kwargs, **kw}).run(request)
-    took_effect(planner.requests[0], switches, got, shared=shared, evidence=len(kw.get("evidence", ())))
+    took_effect(planner.requests[0], switches, got, evidence=len(kw.get("evidence", ())))
     return episode
 
 
-def took_effect(first: PlanRequest, switches: tuple[str, ...], got: Recall, *, shared: bool, evidence: int) -> None:
+def took_effect(first: PlanRequest, switches: tuple[str, ...], got: Recall, *, evidence: int) -> None:
     """Each switch changed the first prompt where it applies (nothing recalled: none applies)."""
     if not got.hits:
         return
@@ -116,6 +115,6 @@ def took_effect(first: PlanRequest, switches: tuple[str, ...], got: Recall, *, s
         assert sorted(m.content.split(": ", 1)[1] for m in shown[evidence + 1:]) == sorted(h.content for h in got.hits)
     else:
         assert len(shown) == 1
-    whole_closed = "whole_closes_search" in switches and got.whole and not shared
+    whole_closed = "whole_closes_search" in switches and got.whole  # a shared store beside: not whole
     assert ("memory_search" in first.kinds) is not whole_closed, first.kinds
     assert (RECALL_NOTE in system) is ("drop_recall_note" not in switches)

@@ -29,7 +29,7 @@ from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, ru
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import HarnessConfig, MemoryPlacement, Session
 from pocketpilot.harness.planners import ScriptedPlanner
-from pocketpilot.harness.recall import render_recall
+from pocketpilot.harness.recall import recall, render_recall
 from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
 from pocketpilot.tasks import TaskSpec
 from pocketpilot.tasks.loader import load_task
@@ -115,6 +115,41 @@ async def test_in_a_session_each_memory_is_a_message_and_the_newest_is_right_bef
     assert after.section == "request" and after.content == REQUEST
     one = [m for m in await first_prompt(store, MemoryPlacement()) if m.section == "evidence"]
     assert len(one) == 1 and OLD in one[0].content and NEW in one[0].content  # off: one message, as before
+
+
+async def test_a_session_s_recall_is_whole_only_without_a_shared_store_and_renders_the_same(store, tmp_path, eta):
+    """``Recall.whole`` is decided where recall runs, so an app building a Session reads it off the
+    recall; a shared store beside the owner's changes it, and nothing the planner is shown."""
+    remember(store, OLD, days_ago=12)
+    remember(store, NEW, days_ago=3)
+    shared = SqliteMemory(tmp_path / "shared.db", AccessPolicy(SERVICE, ADMIN))
+    alice = Caller.service(SERVICE, acting_for="alice")
+    alone, beside = BoundMemory(store, alice, "s1"), BoundMemory(store, alice, "s1", shared=shared)
+    try:
+        count = ScriptedPlanner([]).count_tokens
+        recalls = [await recall(m, REQUEST, MemoryPlacement(), count, owner="alice", now=NOW) for m in (alone, beside)]
+        prompts = []
+        for memory, got in zip((alone, beside), recalls, strict=True):  # recalled first: a run captures its episode
+            planner = ScriptedPlanner([{"kind": "finish", "summary": "done"}])
+            session = Session(planner, SandboxExecutor(SandboxPhone()), tools=["list_notes"], memory=memory,
+                              clock=lambda: NOW, recalled=got)
+            await session.run(REQUEST)
+            prompts.append([(m.role, m.section, m.content) for m in planner.requests[0].messages])
+        (mine, with_shared) = recalls
+        assert mine.history and not mine.shared and mine.whole
+        assert with_shared.history and with_shared.shared and not with_shared.whole  # a search may find more
+        assert [h.content for h in mine.hits] == [h.content for h in with_shared.hits]
+        assert prompts[0] == prompts[1]  # "All memories of the user" either way: the rendering is unchanged
+        assert any("All memories of the user, oldest first" in c for _, section, c in prompts[0] if section == "evidence")
+        # what the kit does with it: a whole recall closes memory_search, one beside a shared store does not
+        on = MemorySettings(whole_closes_search=True)
+        assert "memory_search" not in offered(eta, on, whole=mine.whole)[0]
+        assert "memory_search" in offered(eta, on, whole=with_shared.whole)[0]
+        # a retrieval is never whole, shared store or not
+        retrieved = await recall(alone, REQUEST, MemoryPlacement(budget=0), count, owner="alice")
+        assert retrieved.hits and not retrieved.history and not retrieved.whole
+    finally:
+        shared.close()
 
 
 # ---------------------------------------------------------------- whole_closes_search: the kit
