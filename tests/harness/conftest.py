@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Literal
 
 import pytest
+from _recall_support import policy
 
 from pocketpilot.errors import ToolFailure
 from pocketpilot.executor import ToolRegistry, tool
+from pocketpilot.memory import SqliteMemory
 
 
 class Toys:
@@ -52,3 +56,13 @@ def toys() -> Toys:
 @pytest.fixture
 def registry(toys: Toys) -> ToolRegistry:
     return ToolRegistry.from_object(toys, concurrent=True)  # the toys are thread-safe, and say so
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteMemory]:
+    """An empty memory store under the recall tests' access policy (``_recall_support``), closed after the test."""
+    s = SqliteMemory(tmp_path / "mem.db", policy())
+    try:
+        yield s
+    finally:
+        s.close()

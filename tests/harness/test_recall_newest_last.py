@@ -10,9 +10,8 @@ successor says what it replaces: all read from timestamps and provenance, never 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import pytest
+from _recall_support import caller
 from bench_scripts import bench_script
 
 from pocketpilot.adapters.eta import Eta
@@ -23,9 +22,8 @@ from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import HarnessConfig, MemoryPlacement, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.recall import is_standing_wish, render_recall
-from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
+from pocketpilot.memory import BoundMemory, MemoryCandidate, Provenance, SqliteMemory
 
-SERVICE, ADMIN = "newest-service-token-0123456789", "newest-admin-credential-98765432"
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
 ON = MemoryPlacement(newest_last=True)
 OLD = "For a trip, I always want this: record a 70-second video."
@@ -103,25 +101,15 @@ def test_a_replaced_statement_is_no_longer_a_standing_wish() -> None:
     assert not is_standing_wish(mem("a", OLD, 2, superseded_by="b"), "alice")
 
 
-@pytest.fixture
-def store(tmp_path: Path):  # noqa: ANN201
-    s = SqliteMemory(tmp_path / "mem.db", AccessPolicy(SERVICE, ADMIN))
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 def remember(store: SqliteMemory, content: str, days_ago: int, key: str | None = None) -> str:
     prov = Provenance(source="user_statement", observed_at=NOW - timedelta(days=days_ago))
-    caller = Caller.service(SERVICE, acting_for="alice")
-    return store.write(caller, MemoryCandidate(content=content, tier="user", key=key, provenance=prov)).id
+    return store.write(caller(), MemoryCandidate(content=content, tier="user", key=key, provenance=prov)).id
 
 
 async def run(store: SqliteMemory, placement: MemoryPlacement) -> tuple[list, ScriptedPlanner]:
     planner = ScriptedPlanner([{"kind": "finish", "summary": "done"}])
     session = Session(planner, SandboxExecutor(SandboxPhone()), tools=["list_notes"],
-                      memory=BoundMemory(store, Caller.service(SERVICE, acting_for="alice"), "s1"),
+                      memory=BoundMemory(store, caller(), "s1"),
                       clock=lambda: NOW, config=HarnessConfig(memory=placement))
     await session.run("Get the camera ready for a trip, like I always want.")
     return planner.requests[0].messages, planner

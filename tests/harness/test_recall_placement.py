@@ -4,9 +4,9 @@ the answer path, and the asked-back policy (issue 35)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
+from _recall_support import caller
 
 from pocketpilot.contracts import Episode, EpisodeHeader, Finish, PlannerInfo, RetrievedMemory
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
@@ -16,39 +16,24 @@ from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.policies import AskedBack
 from pocketpilot.harness.policies.asked_back import ASKED_BACK, repeat_share
 from pocketpilot.harness.recall import Recall, is_standing_wish, render_recall
-from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
+from pocketpilot.memory import BoundMemory, MemoryCandidate, Provenance, SqliteMemory
 from pocketpilot.memory.export import scrub_episode
 from pocketpilot.tasks import AnswerCriterion
 from pocketpilot.tasks.verify import check_criterion
 
-SERVICE, ADMIN = "service-token-0123456789", "admin-credential-9876543210"
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
 FINISH = {"kind": "finish", "summary": "done"}
 
 
-@pytest.fixture
-def store(tmp_path: Path):  # noqa: ANN201
-    s = SqliteMemory(tmp_path / "mem.db", AccessPolicy(SERVICE, ADMIN))
-    try:
-        yield s
-    finally:
-        s.close()
-
-
-def alice() -> Caller:
-    return Caller.service(SERVICE, acting_for="alice")
-
-
 def remember(store: SqliteMemory, content: str, *, days_ago: int, source: str = "user_statement",
              owner: str = "alice", tier: str = "episodic") -> str:
-    caller = Caller.service(SERVICE, acting_for=owner)
     prov = Provenance(source=source, observed_at=NOW - timedelta(days=days_ago))  # type: ignore[arg-type]
-    return store.write(caller, MemoryCandidate(content=content, tier=tier, provenance=prov)).id  # type: ignore[arg-type]
+    return store.write(caller(owner), MemoryCandidate(content=content, tier=tier, provenance=prov)).id  # type: ignore[arg-type]
 
 
 def session(store: SqliteMemory, actions: list[dict], **kw) -> tuple[Session, ScriptedPlanner]:  # noqa: ANN003
     planner = ScriptedPlanner(actions)
-    mem = BoundMemory(store, alice(), "s1")
+    mem = BoundMemory(store, caller(), "s1")
     return Session(planner, SandboxExecutor(SandboxPhone()), tools=["list_notes", "delete_note"], memory=mem,
                    clock=lambda: NOW, **kw), planner
 
@@ -184,7 +169,7 @@ async def test_injected_text_in_a_tool_result_memory_grants_no_call(store):
     planner = ScriptedPlanner([{"kind": "tool_call", "calls": [{"name": "delete_note", "arguments": {"note_id": note}}]},
                                FINISH], validate=False)
     s = Session(planner, SandboxExecutor(phone), tools=["list_notes", "delete_note"], clock=lambda: NOW,
-                memory=BoundMemory(store, alice(), "s1"), confirm=DenyAll(),
+                memory=BoundMemory(store, caller(), "s1"), confirm=DenyAll(),
                 policies=default_policies(on_denial="hold"))
     episode = await s.run("Tidy up my notes.")
     text = evidence_of(planner)

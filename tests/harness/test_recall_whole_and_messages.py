@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from _recall_support import caller, policy
 from bench_scripts import bench_script
 
 from pocketpilot.adapters import compile_eta, sandbox_tool_apps
@@ -30,12 +31,11 @@ from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import HarnessConfig, MemoryPlacement, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.recall import recall, render_recall
-from pocketpilot.memory import AccessPolicy, BoundMemory, Caller, MemoryCandidate, Provenance, SqliteMemory
+from pocketpilot.memory import BoundMemory, MemoryCandidate, Provenance, SqliteMemory
 from pocketpilot.tasks import TaskSpec
 from pocketpilot.tasks.loader import load_task
 from pocketpilot.tasks.split_index import read_split_index
 
-SERVICE, ADMIN = "messages-service-token-0123456789", "messages-admin-credential-98765432"
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
 OLD = "For a trip, I always want this: record a 70-second video."
 NEW = "Different now: for a trip, a 55-second video."
@@ -78,25 +78,16 @@ def test_as_messages_off_renders_one_entry_as_before() -> None:
 # ---------------------------------------------------------------- as_messages: in a session
 
 
-@pytest.fixture
-def store(tmp_path: Path):  # noqa: ANN201
-    s = SqliteMemory(tmp_path / "mem.db", AccessPolicy(SERVICE, ADMIN))
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 def remember(store: SqliteMemory, content: str, days_ago: int) -> None:
     prov = Provenance(source="user_statement", observed_at=NOW - timedelta(days=days_ago))
-    store.write(Caller.service(SERVICE, acting_for="alice"), MemoryCandidate(content=content, tier="user",
+    store.write(caller(), MemoryCandidate(content=content, tier="user",
                                                                             provenance=prov))
 
 
 async def first_prompt(store: SqliteMemory, placement: MemoryPlacement) -> list:
     planner = ScriptedPlanner([{"kind": "finish", "summary": "done"}])
     session = Session(planner, SandboxExecutor(SandboxPhone()), tools=["list_notes"],
-                      memory=BoundMemory(store, Caller.service(SERVICE, acting_for="alice"), "s1"),
+                      memory=BoundMemory(store, caller(), "s1"),
                       clock=lambda: NOW, config=HarnessConfig(memory=placement))
     await session.run(REQUEST)
     return planner.requests[0].messages
@@ -122,8 +113,8 @@ async def test_a_session_s_recall_is_whole_only_without_a_shared_store_and_rende
     recall; a shared store beside the owner's changes it, and nothing the planner is shown."""
     remember(store, OLD, days_ago=12)
     remember(store, NEW, days_ago=3)
-    shared = SqliteMemory(tmp_path / "shared.db", AccessPolicy(SERVICE, ADMIN))
-    alice = Caller.service(SERVICE, acting_for="alice")
+    shared = SqliteMemory(tmp_path / "shared.db", policy())
+    alice = caller()
     alone, beside = BoundMemory(store, alice, "s1"), BoundMemory(store, alice, "s1", shared=shared)
     try:
         count = ScriptedPlanner([]).count_tokens
