@@ -49,6 +49,9 @@ def _planner_factory(model: str, endpoint: str | None, temperature: float, max_n
 @click.option("--harm-pairing", type=click.Choice(["paired", "previous"]), default="paired", show_default=True,
               help="What a failed evolve task shown experience is compared with: the same task rerun with "
                    "experience off (paired), or its outcome in the previous iteration's baseline (previous, no rerun).")
+@click.option("--experience-pool/--no-experience-pool", "experience_pool", default=False, show_default=True,
+              help="Distil experience from the verified successes of every earlier iteration (dev samples and "
+                   "evolve baselines), not only this iteration's dev and the previous evolve baseline. Fixed for OUT.")
 @click.option("--embedder/--no-embedder", "use_embedder", default=True, show_default=True,
               help="Hybrid retrieval with the built MiniLM embedder (keyword-only when absent).")
 @click.option("--ablation", "ablation_file", type=click.Path(dir_okay=False), default=None,
@@ -66,7 +69,8 @@ def evolve(tasks_dir: str | None, iterations: int, dev_sample: int, evolve_sampl
            out: str, eta_file: str | None, auto_approve: bool, min_support: int, evict_threshold: int,
            harm_pairing: str, use_embedder: bool, model: str,
            endpoint: str | None, temperature: float, max_new_tokens: int, pull: bool,
-           ablation_file: str | None = None, decode_memo: bool = True, report_only: bool = False) -> None:
+           ablation_file: str | None = None, decode_memo: bool = True, report_only: bool = False,
+           experience_pool: bool = False) -> None:
     """Run dev tasks under η, learn from them, accept what gains on evolve, and repeat.
 
     Never reads the test split. Prints and writes (OUT/report.md) the per-iteration table and the
@@ -91,7 +95,8 @@ def evolve(tasks_dir: str | None, iterations: int, dev_sample: int, evolve_sampl
     ablation = load_ablation(ablation_file) if ablation_file else None
     settings = EvolveSettings(tasks_dir=str(Path(tasks_dir).resolve()), dev_sample=dev_sample,
                               evolve_sample=evolve_sample, seed=seed, max_candidates=max_candidates,
-                              evict_threshold=evict_threshold, harm_pairing=harm_pairing)
+                              evict_threshold=evict_threshold, harm_pairing=harm_pairing,
+                              experience_pool=experience_pool)
     kit = load_harness_kit()
     base = load_eta(eta_file) if eta_file else kit.eta
     holder: dict[str, Any] = {}

@@ -5,7 +5,8 @@ One iteration (the report's "AI for Harness" stage):
 1. run a dev sample under the current η (harness mode, the bench's own run);
 2. distil experience from the verified successes (a :class:`Distiller`): the dev sample's, and
    the previous iteration's evolve runs' (its baseline, and the accepted candidates' runs once
-   approved; never a test-split run); diagnose the dev failures;
+   approved; never a test-split run); with ``experience_pool`` on, every earlier iteration's too,
+   less the entries an accepted eviction removed; diagnose the dev failures;
 3. propose candidate revisions of η (a :class:`Proposer`);
 4. run the evolve sample under the current η; attribute harm to the experience entries shown
    in the tasks it fails (:mod:`.evolve_harm`: an entry shown in tasks that failed with it and
@@ -553,22 +554,64 @@ class EvolveLoop:
                     if e.verdict is not None and e.verdict.success]
         return out
 
+    def _dev_successes(self, i: int) -> list[Episode]:
+        """Verified successes of iteration ``i``'s dev sample, read back from its outcome log and traces."""
+        runs = self.state.outcome_map(self.state.iter_dir(i) / "dev")
+        return [e for e in self._episodes({t: o for t, o in runs.items() if o.success})
+                if e.verdict is not None and e.verdict.success]
+
+    def _evicted(self, i: int) -> set[str]:
+        """Ids of the experience entries whose eviction an iteration before ``i`` accepted.
+
+        An entry measured harmful stays out of the pool, even though its source runs are still
+        verified successes that would distil it again.
+        """
+        from ..adapters.revision import EvictExperience
+
+        out: set[str] = set()
+        for j in range(1, i):
+            d = self.state.iter_dir(j)
+            decision = self.state.read(d / "decision.json", Decision)
+            if decision is None or not decision.accepted:
+                continue
+            proposals = self.state.read(d / "proposals.json", Proposals)
+            harm = self.state.read(d / "harm.json", Harm)
+            for c in [*(proposals.candidates if proposals else []), *(harm.candidates if harm else [])]:
+                if c.id in decision.accepted:
+                    out |= {op.entry_id for op in c.revision.ops if isinstance(op, EvictExperience)}
+        return out
+
+    def _pooled_successes(self, i: int) -> list[Episode]:
+        """With ``experience_pool`` on: the verified successes of the iterations before ``i`` that
+        :meth:`_propose` does not read already (every earlier dev sample, the evolve runs before the
+        previous iteration's). Only the folders this loop wrote for dev and evolve are read.
+        """
+        if not self.settings.experience_pool or i <= 1:
+            return []
+        return [*(e for j in range(1, i) for e in self._dev_successes(j)),
+                *(e for j in range(1, i - 1) for e in self._evolve_successes(j))]
+
     def _propose(self, i: int, dev_out: dict[str, TaskOutcome], eta: Eta) -> Proposals:
         episodes = self._episodes(dev_out)
         ok = {tid for tid, o in dev_out.items() if o.success}
         successes = [e for e in episodes if e.header.task_id in ok]
         failures = [e for e in episodes if e.header.task_id not in ok]
         evolve_ok = self._evolve_successes(i - 1) if i > 1 else []
-        entries = self.distiller.distil([*successes, *evolve_ok], eta)
+        pooled = self._pooled_successes(i)
+        entries = self.distiller.distil([*successes, *evolve_ok, *pooled], eta)
+        evicted = self._evicted(i) if pooled else set()
+        left_out = sorted({e.id for e in entries if getattr(e, "id", None) in evicted})
+        entries = [e for e in entries if getattr(e, "id", None) not in evicted]
         candidates, skipped = self.proposer.propose(failures, eta, entries)
         # the candidates with the most evidence first; the rest wait for a later iteration
         candidates.sort(key=lambda c: (-len(c.evidence), c.id))
         keep = candidates[: self.settings.max_candidates]
+        pool_note = f", {len(pooled)} earlier success(es) from the pool" if pooled else ""
         self.on_event(f"proposed {len(candidates)} candidate(s) from {len(successes)} dev and {len(evolve_ok)} "
-                      f"evolve success(es) and {len(failures)} failure(s); measuring {len(keep)}")
+                      f"evolve success(es){pool_note} and {len(failures)} failure(s); measuring {len(keep)}")
         return Proposals(candidates=keep, unmeasured=[c.id for c in candidates[len(keep):]], skipped=skipped,
                          dev_successes=len(successes), dev_failures=len(failures), experience_entries=len(entries),
-                         evolve_successes=len(evolve_ok))
+                         evolve_successes=len(evolve_ok), pooled_successes=len(pooled), pool_evicted=left_out)
 
     async def _attribute(self, i: int, eta: Eta, evolve: Sequence[TaskSpec], base: dict[str, TaskOutcome]) -> Harm:
         """Harm of the current η's experience entries, from the evolve baseline (rule: :mod:`.evolve_harm`)."""

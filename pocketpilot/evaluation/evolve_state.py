@@ -84,6 +84,10 @@ class EvolveSettings(_Record):
     harm_pairing: Literal["paired", "previous"] = "paired"
     """What a failed evolve task shown experience is compared with: the same task run again with
     experience off (``paired``), or its outcome in the previous iteration's baseline (``previous``)."""
+    experience_pool: bool = False
+    """Distil experience from the verified successes of every earlier iteration too (their dev samples
+    and evolve baselines), not only this iteration's dev sample and the previous evolve baseline: a
+    candidate not accepted is otherwise lost, so the library never outgrows one iteration's successes."""
 
 
 class IterationStart(_Record):
@@ -125,6 +129,11 @@ class Proposals(_Record):
     """Entries the distiller proposed (before merging into the library)."""
     evolve_successes: int = 0
     """Verified successes of the previous iteration's evolve runs (baseline and accepted) distilled too."""
+    pooled_successes: int = 0
+    """Verified successes of iterations before the previous one (and earlier dev samples) distilled too
+    (``experience_pool`` on)."""
+    pool_evicted: list[str] = Field(default_factory=list)
+    """Entry ids the pool left out: an earlier iteration accepted their eviction."""
 
 
 class Paired(_Record):
