@@ -18,14 +18,16 @@ Built from the files alone, so a resumed or finished run reports the same table,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from ..adapters import EtaError, apply_revision, load_eta
-from ..errors import UsageError
+from ..contracts import Step
+from ..errors import TraceError, UsageError
+from ..tracing.trace import read_trace
 from .compare import TaskOutcome
 from .evolve import MEMO_FILE, experience_size
 from .evolve_state import Decision, Harm, IterationStart, Proposals, Review, StateFolder
@@ -44,7 +46,7 @@ class MemoCount:
     served: int = 0
     decoded: int = 0
     untraced: int = 0
-    """Episodes whose trace file is missing (their steps are not counted)."""
+    """Episodes whose trace file is missing or unreadable (their steps are not counted)."""
 
     @property
     def steps(self) -> int:
@@ -127,36 +129,26 @@ def iteration_rows(state: StateFolder) -> list[IterationRow]:
     return rows
 
 
-def _turns(steps: Iterable[Any]) -> Iterator[bool]:
-    """For each planner turn of ``steps`` (raw trace dumps), sub-agents' included: served from the memo."""
+def _turns(steps: Iterable[Step]) -> Iterator[bool]:
+    """For each planner turn of ``steps``, sub-agents' included: served from the memo."""
     for step in steps:
-        if not isinstance(step, dict):
-            continue
-        turn = step.get("planner")
-        if isinstance(turn, dict):
-            yield turn.get("memo") is True
-        for child in step.get("children") or ():
-            if isinstance(child, dict):
-                yield from _turns(child.get("steps") or ())
+        if step.planner is not None:
+            yield step.planner.memo
+        for child in step.children:
+            yield from _turns(child.steps)
 
 
 def _trace_turns(path: Path) -> list[bool] | None:
-    """Each planner turn of a trace file: served or not (None: no such file, or unreadable). A line
-    that does not parse (a run killed mid-write) is skipped, as the trace reader skips it.
+    """Each planner turn of a trace file: served or not (None: no such file, or one the trace reader
+    refuses). A torn last line (a run killed mid-write) is skipped, as the reader skips it; a
+    malformed line before it, or a missing header, makes the whole trace unreadable: the episode
+    counts as without a trace rather than as the steps before the damage.
     """
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        episode, _complete = read_trace(path)
+    except (TraceError, ValidationError):  # ValidationError: an end record whose verdict does not parse
         return None
-    out: list[bool] = []
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("type") == "step":
-            out.extend(_turns([record.get("step")]))
-    return out
+    return list(_turns(episode.steps))
 
 
 def memo_count(state: StateFolder, outcomes: Iterable[TaskOutcome]) -> MemoCount:
@@ -250,7 +242,8 @@ def memo_table(state: StateFolder, rows: list[IterationRow]) -> str:
         total.add(iteration)
     lines.append("| " + " | ".join(["all", "**total**", *_memo_cells(total)]) + " |")
     note = ("Planner steps: the planner turns (sub-agents' included) in the traces of each run set's recorded "
-            "episodes, the ones the pass rates above count.")
+            "episodes, the ones the pass rates above count. An episode without a trace has no trace file, or one "
+            "the trace reader refuses (a damaged line before its last); its steps are not counted.")
     return "\n".join([status, "", *lines, "", note])
 
 

@@ -7,36 +7,55 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pocketpilot.adapters import save_eta
 from pocketpilot.cli.main import cli
+from pocketpilot.contracts import Episode, EpisodeHeader, PlannerInfo, PlannerTurn, Step
 from pocketpilot.evaluation.evolve import MEMO_FILE
 from pocketpilot.evaluation.evolve_report import render_report
 from pocketpilot.evaluation.evolve_state import EVOLVE_SCHEMA, IterationStart
+from pocketpilot.tracing.trace import TraceWriter, read_trace
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import evolve_helpers as h  # noqa: E402
 from test_evolve_memo import Factory, _loop  # noqa: E402
 
+HEADER = EpisodeHeader(episode_id="e-1", request="r", planner=PlannerInfo(backend="scripted", model="scripted"))
+TORN = '{"type": "step", "step": {"planner"'
 
-def _turn(memo: bool) -> dict:
-    return {"raw": "{}", "latency_s": 0.1, **({"memo": True} if memo else {})}
+
+def _step(index: int, memo: bool | None, children: list[Episode] | None = None) -> Step:
+    """A step whose planner turn was served from the memo or decoded (None: a step without a planner turn)."""
+    turn = None if memo is None else PlannerTurn(raw="{}", latency_s=0.1, memo=memo)
+    return Step(index=index, context_digest="d", planner=turn, children=children or [])
 
 
 def _trace(path: Path, memo: list[bool], child: list[bool] = ()) -> None:
-    """A trace file: a step per entry of ``memo`` (its planner turn served or not); the first step
-    delegates to a sub-agent whose steps are ``child``; a step without a planner turn; a torn last line.
+    """A trace file, written by the trace writer: a step per entry of ``memo`` (its planner turn served
+    or not); the first step delegates to a sub-agent whose steps are ``child``; a step without a
+    planner turn; the end record; then a torn last line, as a run killed mid-write leaves it.
     """
-    steps = [{"index": i, "planner": _turn(m), "children": []} for i, m in enumerate(memo)]
-    if child:
-        steps[0]["children"] = [{"steps": [{"index": j, "planner": _turn(m)} for j, m in enumerate(child)]}]
-    steps.append({"index": len(memo), "planner": None})
-    lines = [{"type": "header", "schema": 1, "header": {}}, *({"type": "step", "step": s} for s in steps),
-             {"type": "end", "stop_reason": "finish"}]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"type": "step", "step": {"planner"')
+    sub = Episode(header=HEADER.model_copy(update={"episode_id": "e-sub"}),
+                  steps=[_step(j, m) for j, m in enumerate(child)])
+    steps = [_step(i, m, [sub] if i == 0 and child else None) for i, m in enumerate(memo)]
+    steps.append(_step(len(memo), None))
+
+    async def write() -> None:
+        writer = TraceWriter(path)
+        try:
+            await writer.header(HEADER)
+            for step in steps:
+                await writer.step(step)
+            await writer.end(Episode(header=HEADER, steps=steps, stop_reason="finish"))
+        finally:
+            writer.close()
+
+    asyncio.run(write())
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(TORN)
 
 
 def _outcomes(folder: Path, root: Path, runs: dict[str, tuple[list[bool], list[bool]] | None]) -> None:
@@ -115,6 +134,27 @@ def test_report_only_rewrites_report_md_and_nothing_else(tmp_path: Path) -> None
     assert {p: v for p, v in after.items() if p != report} == {p: v for p, v in before.items() if p != report}
     assert "| 1 | candidate help-1 | 2 (1 without a trace) | 5 | 4 | 1 | 80% |" in report.read_text()
     assert "candidate help-1" in result.output
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"type": "step", "step": {"index": "first"}}'],
+                         ids=["invalid JSON", "a step that does not validate"])
+def test_a_trace_damaged_before_its_last_line_counts_as_without_a_trace(tmp_path: Path, damage: str) -> None:
+    """The trace reader refuses a trace with a malformed line before the last (only a torn last line is
+    a killed run's): the episode is counted as without a trace, its other steps not at all, and
+    --report-only still writes the report."""
+    out = _folder(tmp_path / "out", memo_file=True)
+    trace = out / "iter-01" / "evolve" / "base" / "traces" / "c.jsonl"
+    read_trace(trace)  # whole but for its torn last line, as every synthetic trace
+    lines = trace.read_text().split("\n")
+    trace.write_text("\n".join([lines[0], damage, *lines[2:]]))
+    result = CliRunner().invoke(cli, ["evolve", "--out", str(out), "--report-only"])
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    assert "one the trace reader refuses" in report  # the note says what "without a trace" covers
+    rows = _memo_rows(report)
+    assert rows["evolve base"] == ["2 (1 without a trace)", "1", "0", "1", "0%"]  # d's one decoded step alone
+    assert rows["dev"] == ["2", "6", "0", "6", "0%"]  # the other run sets as before
+    assert rows["**iteration**"] == ["7 (2 without a trace)", "15", "6", "9", "40%"]
 
 
 def test_report_only_on_a_folder_that_is_not_an_evolve_folder_exits_2(tmp_path: Path) -> None:
