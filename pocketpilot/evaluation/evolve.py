@@ -172,8 +172,8 @@ class CandidateProposer:
         # every tool a run could have had: the sandbox's, plus the worlds the tasks brought
         known = sorted(_catalogue() | {t.name for ep in failures for t in ep.header.tools} | set(eta.tools))
         diagnoses = [d for d in diagnose_many(failures, known_tools=known) if d.failed]
-        made = generate_candidates(diagnoses, eta, experience=experience, min_support=self.min_support,
-                                   ablation=self.ablation)
+        made = generate_candidates(diagnoses, eta, experience=experience, episodes=failures,
+                                   min_support=self.min_support, ablation=self.ablation)
         candidates = [Candidate(kind=c.kind, revision=c.revision, summary=c.revision.rationale[:200],
                                 evidence=c.evidence) for c in made]
         skipped = [] if made else [f"{len(diagnoses)} failed episode(s) and {len(experience)} experience "

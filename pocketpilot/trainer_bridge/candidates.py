@@ -9,7 +9,10 @@ stop. What a harness can carry for those, each as a :class:`Candidate` holding a
   η's library; ``evict_experience``: an entry that measured as harmful goes.
 - ``tool_text``: repeated ``invalid_arguments``/``not_found`` on a tool (the findings'
   error codes, across episodes) → its description rewritten in η with the values its schema
-  allows and an example call taken from a verified run (slotted); the app's code is untouched.
+  allows and an example call (slotted) taken from a verified run, or, for a tool's declared id
+  argument, from any call of it that worked, failed runs included, with the id shown as coming
+  from the result that carried it (:mod:`.id_sources`); with no such call, the tools whose
+  results carry that id for the tools that take the same one. The app's code is untouched.
 - ``exposure``: a tool that was needed but not exposed → where η exposes tools by retrieval,
   a larger ``k`` (enough for every tool missed); else map it to a skill that exposes it, or a
   note to ask rather than substitute (the session's tool list itself is the deployment's).
@@ -40,6 +43,7 @@ from ..contracts import Episode
 from ..policy_registry import registered
 from .diagnosis import ARGUMENT_CODES, Diagnosis
 from .diagnosis_revisions import propose_revisions
+from .id_sources import id_sources
 
 __all__ = [
     "Candidate",
@@ -193,13 +197,30 @@ def _example(tool: str, entries: Sequence[ExperienceEntry]) -> str | None:
 
 
 def tool_text_candidates(
-    diagnoses: Sequence[Diagnosis], eta: Eta, *, experience: Sequence[ExperienceEntry] = (), min_support: int = 2
+    diagnoses: Sequence[Diagnosis],
+    eta: Eta,
+    *,
+    experience: Sequence[ExperienceEntry] = (),
+    episodes: Sequence[Episode] = (),
+    min_support: int = 2,
 ) -> list[Candidate]:
     """Rewrite the description of each tool with argument errors in ``min_support`` episodes or more.
 
     The new text is the tool's own description, then the values its schema allows and an
-    example call from a verified run (slots as slots). A tool with neither gets no candidate:
-    repeating its description would change nothing.
+    example call (slots as slots). For a tool that declares an id argument, the example is a
+    call of it that worked, in ``episodes`` (failed runs included: an id is free text that no
+    schema constrains, and ``not_found`` is what is left once decoding is constrained) or in
+    ``experience``, with the id shown as a slot from the result that carried it; without one,
+    the text names the tools whose results carried the id for tools taking the same id
+    argument. A tool with none of these gets no candidate: repeating its description would
+    change nothing.
+
+    Args:
+        diagnoses: diagnoses of the failed episodes.
+        eta: the η they ran under.
+        experience: entries distilled from the verified successes.
+        episodes: the runs whose calls that worked may give an example (the failed dev runs).
+        min_support: episodes with an argument error a tool needs.
     """
     support: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for d in diagnoses:
@@ -210,18 +231,29 @@ def tool_text_candidates(
                 support[f.tool].append({"episode_id": d.episode_id, "task_id": d.task_id, "steps": f.steps,
                                         "code": f.code})
     out = []
+    known = [*experience, *eta.experience]
+    declared = {name: {**t.semantics, "world": t.world} for name, t in eta.tools.items()}
+    ids = id_sources(episodes, known, declared) if support else None
     for tool, ev in sorted(support.items()):
-        episodes = {e["episode_id"] for e in ev}
-        if len(episodes) < min_support or tool not in eta.tools:
+        failed = {e["episode_id"] for e in ev}
+        if len(failed) < min_support or tool not in eta.tools or ids is None:
             continue
         entry = eta.tools[tool]
         parts = [entry.description.rstrip(". ")] if entry.description else []
+        said = []
         allowed = _allowed_values(entry.parameters)
         if allowed:
             parts.append("Allowed values: " + "; ".join(allowed))
-        example = _example(tool, [*experience, *eta.experience])
+            said.append("the allowed values")
+        example = ids.example(tool, entry.world) or _example(tool, known)
+        id_arg = ids.id_args.get(tool)
+        sources = [s for s in ids.sibling_sources(tool, id_arg, entry.world) if s in eta.tools][:3]
         if example:
             parts.append(f"Example: {example}")
+            said.append("an example call")
+        elif id_arg and sources:
+            parts.append(f"Its {id_arg} is an id from the result of {' or '.join(sources)}")
+            said.append(f"where its {id_arg} comes from")
         if len(parts) < 2:
             continue
         text = (". ".join(parts) + ".")[:1000]
@@ -229,8 +261,8 @@ def tool_text_candidates(
             continue
         codes = sorted({e["code"] for e in ev})
         c = _make("tool_text", tool, eta, [SetToolText(tool=tool, description=text)],
-                  f"{', '.join(codes)} on {tool} in {len(episodes)} failed episode(s): its description now says "
-                  "the allowed values and an example call", ev)
+                  f"{', '.join(codes)} on {tool} in {len(failed)} failed episode(s): its description now says "
+                  f"{' and '.join(said)}", ev)
         if c is not None:
             out.append(c)
     return out
@@ -340,6 +372,7 @@ def generate_candidates(
     eta: Eta,
     *,
     experience: Sequence[ExperienceEntry] = (),
+    episodes: Sequence[Episode] = (),
     harm: Mapping[str, int] | None = None,
     ablation: Mapping[str, int] | None = None,
     min_support: int = 2,
@@ -350,6 +383,8 @@ def generate_candidates(
         diagnoses: diagnoses of the failed episodes (:func:`.diagnosis.diagnose_many`).
         eta: the η they ran under.
         experience: entries distilled from the verified successes (:func:`.distil.distil`).
+        episodes: runs whose calls that worked may show where a tool's id comes from (the
+            failed dev runs; see :func:`tool_text_candidates`).
         harm: entry id → tasks lost where it was shown (from the evolve measurement).
         ablation: policy name → tasks it costs on dev.
         min_support: episodes a tool-text or harness finding needs.
@@ -359,7 +394,7 @@ def generate_candidates(
     if exp is not None:
         out.append(exp)
     out.extend(eviction_candidates(eta, harm or {}))
-    out.extend(tool_text_candidates(diagnoses, eta, experience=experience, min_support=min_support))
+    out.extend(tool_text_candidates(diagnoses, eta, experience=experience, episodes=episodes, min_support=min_support))
     out.extend(exposure_candidates(diagnoses, eta, min_support=min_support))
     out.extend(memory_candidates(diagnoses, eta, min_support=min_support))
     harness, _skipped = propose_revisions(diagnoses, eta, min_support=min_support)
