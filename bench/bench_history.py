@@ -19,8 +19,8 @@ Usage (every run loads the GGUF model: under the model lock)::
         --n-ctx 8192 --out bench/results/history_dev.json --trace-dir /tmp/history_traces
 
 ``--variant``: the harness under one of ``bench_memory_answer.py``'s η variants (``on``, the
-defaults; ``with-<key>+<key>`` turns on off-by-default memory switches); the report records it and
-a resume refuses a report of another variant.
+defaults, ``MemorySettings.defaults()``; ``no-<key>+<key>`` turns memory switches off,
+``with-<key>+<key>`` on); the report records it and a resume refuses a report of another variant.
 
 ``--sample N``: N evenly spaced tasks, questions and actions in proportion (deterministic);
 ``--ids``: chosen tasks. ``--planner oracle`` replays each task's oracle (no model: checks the
@@ -284,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--embedder", choices=["none", "minilm"], default="none",
                     help="the harness store's vectors (none: keyword-only retrieval, as the oracle check)")
     ap.add_argument("--variant", default="on", type=_variant,
-                    help="the harness's η variant: on (the defaults) or with-<key>+<key> (bench_memory_answer.py)")
+                    help="the harness's η variant: on (the defaults), no-<key>+<key> or with-<key>+<key> "
+                         "(bench_memory_answer.py)")
     ap.add_argument("--trace-dir", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None, help="JSON report, also the resume state")
     args = ap.parse_args(argv)

@@ -4,14 +4,14 @@ Runs the harness mode of each selected task once per variant of η's ``memory`` 
 ``asked_back`` policy, and reports per variant: tasks passed, runs that ended in an answer
 (``finish``) rather than a question sent back (``ask_user``), and mean steps. Variants:
 
-- ``on``: the defaults (every switch on);
+- ``on``: the defaults (``MemorySettings.defaults()``);
 - ``legacy``: every switch off (``MemorySettings.legacy()``, no ``asked_back``): the harness as
   it was before issue 35;
 - ``no-<key>``: the defaults with one switch off (``recall``, ``budget``, ``dated``,
-  ``standing_wishes``, ``answers``, ``keep_search``, ``asked_back``);
-- ``with-<key>``: the defaults with one switch on that is off by default (``newest_last``,
-  ``whole_closes_search``, ``as_messages``, ``drop_recall_note``); ``with-<key>+<key>`` turns on
-  several.
+  ``standing_wishes``, ``answers``, ``keep_search``, ``whole_closes_search``, ``as_messages``,
+  ``drop_recall_note``, ``asked_back``); ``no-<key>+<key>`` turns off several;
+- ``with-<key>``: the defaults with a switch on that is off by default (``newest_last``), or
+  any switch set on; ``with-<key>+<key>`` turns on several.
 
 Tune on dev only. Every run loads the GGUF model: run it under the model lock::
 
@@ -22,8 +22,8 @@ Tune on dev only. Every run loads the GGUF model: run it under the model lock::
         --group memory --limit 20 --variants on with-newest_last --out /tmp/memory_newest_last.json
 
     flock /work/runs/model.lock .venv/bin/python bench/bench_memory_answer.py --split dev \\
-        --group memory --limit 20 --variants on with-whole_closes_search with-as_messages \\
-        with-whole_closes_search+as_messages --out /tmp/memory_whole_messages.json
+        --group memory --limit 20 --variants on no-whole_closes_search no-as_messages \\
+        no-whole_closes_search+as_messages+drop_recall_note --out /tmp/memory_whole_messages.json
 """
 
 from __future__ import annotations
@@ -40,39 +40,49 @@ from pocketpilot.adapters.placement import MemorySettings
 from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, run_task_episode
 from pocketpilot.tasks import load_suite
 
-KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search")
-OFF_KEYS = ("newest_last", "whole_closes_search", "as_messages", "drop_recall_note")
-"""Switches off by default: their variant turns one on."""
+KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search", "whole_closes_search",
+        "as_messages", "drop_recall_note")
+"""Switches on by default (``MemorySettings.defaults()``): their ``no-`` variant turns one off."""
+OFF_KEYS = ("newest_last",)
+"""Switches off by default: their ``with-`` variant turns one on."""
+BOOL_KEYS = tuple(k for k in (*KEYS, *OFF_KEYS) if k != "budget")
 VARIANTS = ("on", "legacy", *(f"no-{k}" for k in (*KEYS, "asked_back")), *(f"with-{k}" for k in OFF_KEYS))
+
+
+def _keys(name: str, prefix: str) -> list[str]:
+    """The switches of a ``with-``/``no-`` variant joined by ``+`` (empty for any other name)."""
+    keys = name[len(prefix):].split("+") if name.startswith(prefix) else []
+    return keys if keys and all(k in BOOL_KEYS for k in keys) else []
 
 
 def variant_kit(base: HarnessKit, name: str) -> HarnessKit:
     """The kit whose η has the variant's ``memory`` section and policy set."""
     eta = base.eta
     assert eta is not None, "the variants are η settings: the kit needs an η"
-    settings = MemorySettings()
+    settings = MemorySettings.defaults()
     policies = list(eta.policies)
     if name == "legacy":
         settings = MemorySettings.legacy()
         policies = [p for p in policies if p.name != "asked_back"]
     elif name == "no-asked_back":
         policies = [p for p in policies if p.name != "asked_back"]
-    elif name.startswith("no-"):
-        key = name[3:]
-        settings = settings.model_copy(update={key: 0 if key == "budget" else False})
-    elif name.startswith("with-") and name[5:] and set(name[5:].split("+")) <= set(OFF_KEYS):
-        settings = settings.model_copy(update=dict.fromkeys(name[5:].split("+"), True))
+    elif name == "no-budget":
+        settings = settings.model_copy(update={"budget": 0})
+    elif keys := _keys(name, "no-"):
+        settings = settings.model_copy(update=dict.fromkeys(keys, False))
+    elif keys := _keys(name, "with-"):
+        settings = settings.model_copy(update=dict.fromkeys(keys, True))
     elif name != "on":
         raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     return HarnessKit(base.library, eta=eta.model_copy(update={"memory": settings, "policies": policies}))
 
 
 def _variant(name: str) -> str:
-    """A known variant, or ``with-`` and off-by-default switches joined by ``+`` (argparse's type check)."""
-    keys = name[5:].split("+") if name.startswith("with-") else []
-    if name in VARIANTS or (keys and all(k in OFF_KEYS for k in keys)):
+    """A known variant, or ``with-``/``no-`` and switches joined by ``+`` (argparse's type check)."""
+    if name in VARIANTS or _keys(name, "with-") or _keys(name, "no-"):
         return name
-    raise argparse.ArgumentTypeError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}, with-<key>+<key>")
+    raise argparse.ArgumentTypeError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}, "
+                                     "with-<key>+<key>, no-<key>+<key>")
 
 
 def _actions(episode: Any) -> list[str]:

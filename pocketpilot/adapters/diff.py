@@ -93,8 +93,8 @@ def diff_eta(a: Eta, b: Eta) -> list[EtaChange]:
         _walk("experience", "*", "config", a.experience_config.model_dump(mode="json"),
               b.experience_config.model_dump(mode="json"), out)
     if a.memory != b.memory:  # None is the harness's defaults: compared as the defaults' values
-        _walk("memory", "*", "", (a.memory or MemorySettings()).model_dump(mode="json"),
-              (b.memory or MemorySettings()).model_dump(mode="json"), out)
+        _walk("memory", "*", "", (a.memory or MemorySettings.defaults()).model_dump(mode="json"),
+              (b.memory or MemorySettings.defaults()).model_dump(mode="json"), out)
         if a.memory is None or b.memory is None:
             out.append(EtaChange("memory", "*", "added" if a.memory is None else "removed"))
     porder_a = [p.name for p in a.policies if p.name in {q.name for q in b.policies}]

@@ -127,7 +127,7 @@ def session_kwargs(
         guidance = filt.guidance(tools, res)
         return with_tool_text(eta, {"guidance": guidance, "skills": bound, "gates": gates, "eta_version": version,
                                     "policies": eta.build_policies()})
-    settings = eta.memory or MemorySettings()
+    settings = eta.memory or MemorySettings.defaults()
     # a whole recall leaves a search nothing new to find (only when η says so: a measured hypothesis)
     memory_search = memory_search and not (recalled and recalled_whole and settings.whole_closes_search)
     searching = memory_search and (not recalled or settings.keep_search)

@@ -31,13 +31,17 @@ that a reviewed revision, or an ablation, turns on and off:
   older or unrelated memory's value. The rules' "check a state before a conditional change"
   stays.
 
-The last four are off by default until dev measures them; an η whose section leaves one off
-hashes as before that key existed.
+An η without the section (None) runs the harness's defaults (:meth:`MemorySettings.defaults`:
+``whole_closes_search``, ``as_messages`` and ``drop_recall_note`` on, ``newest_last`` off), and
+hashes as it did before the section existed. Dev measured the three together (each alone gained
+nothing): they gained on the short-history memory group and were level on the long histories.
 
-An η without the section (None) runs the harness's defaults
-(:class:`~pocketpilot.harness.recall.MemoryPlacement`, ``HarnessConfig.answers``), and hashes
-as it did before the section existed. The adapters never import the harness: the kit maps the
-section onto the session's configuration.
+A section that is written out keeps what it says: a key it leaves out is off, because η files
+were stored with those keys left out while they were off by default (their versions hash that
+content). So the fields' own defaults stay off, and code that starts a section from "what runs
+today" starts from :meth:`MemorySettings.defaults`, never from ``MemorySettings()``.
+
+The adapters never import the harness: the kit maps the section onto the session's configuration.
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ class MemorySettings(BaseModel):
     whole_closes_search: bool = False
     as_messages: bool = False
     drop_recall_note: bool = False
+
+    @classmethod
+    def defaults(cls) -> MemorySettings:
+        """What an η without a ``memory`` section runs: the harness's defaults."""
+        return cls(whole_closes_search=True, as_messages=True, drop_recall_note=True)
 
     @classmethod
     def legacy(cls) -> MemorySettings:

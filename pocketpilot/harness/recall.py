@@ -69,8 +69,8 @@ class MemoryPlacement:
             the newest standing wish marked, and a memory the store records as replaced left
             out, its successor saying so (off: the list, then the rules).
         as_messages: the heading and the rules as one evidence entry, then one entry per
-            memory, oldest first; the run shows each entry as a message of its own (off: one
-            entry, one message).
+            memory, oldest first; the run shows each entry as a message of its own, the chat
+            form a plain model reads its history in (off: one entry, one message).
     """
 
     recall: bool = True
@@ -79,7 +79,7 @@ class MemoryPlacement:
     dated: bool = True
     standing_wishes: bool = True
     newest_last: bool = False
-    as_messages: bool = False
+    as_messages: bool = True
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -90,7 +90,7 @@ class MemoryPlacement:
     @classmethod
     def legacy(cls) -> MemoryPlacement:
         """Every switch off: retrieval only, the earlier rendering (what ablations compare against)."""
-        return cls(budget=0, dated=False, standing_wishes=False)
+        return cls(budget=0, dated=False, standing_wishes=False, as_messages=False)
 
 
 @dataclass(frozen=True)

@@ -313,7 +313,7 @@ def memory_candidates(diagnoses: Sequence[Diagnosis], eta: Eta, *, min_support: 
         for f in d.findings:
             if f.category in ("retrieval_miss", "stale_memory"):
                 support[f.category].append({"episode_id": d.episode_id, "task_id": d.task_id, "steps": f.steps})
-    now = eta.memory or MemorySettings()
+    now = eta.memory or MemorySettings.defaults()
     out = []
     for category, ev in sorted(support.items()):
         episodes = {e["episode_id"] for e in ev}

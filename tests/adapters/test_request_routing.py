@@ -182,8 +182,15 @@ def test_session_kwargs_per_request(eta, lib, router):
         memory_search=False,
     )
     text = "\n".join(recalled["guidance_for"](["convert_units", "calculate"]))
-    assert "memory_search it" not in text and "memories shown with the request" in text
+    # η without a memory section drops the recall note (MemorySettings.defaults()): the evidence says it
+    assert "memory_search it" not in text and "memories shown with the request" not in text
     assert "memory_search" not in recalled["actions"]
+    written = eta.model_copy(update={"memory": MemorySettings()})  # a section that leaves the switch out: the note
+    noted = session_kwargs(written, ["convert_units", "calculate"], library=lib, memory=True,
+                           request="How long is a 42 km route in the units I use?",
+                           recalled=["I think in miles, not kilometers."], memory_search=False)
+    text = "\n".join(noted["guidance_for"](["convert_units", "calculate"]))
+    assert "memory_search it" not in text and "memories shown with the request" in text
     # recalled memories shown, store seeded: searching again stays offered (η memory.keep_search)...
     shown = session_kwargs(eta, ["convert_units", "calculate"], library=lib, memory=True,
                            request="How long is a 42 km route in the units I use?",

@@ -3,8 +3,9 @@
 Whether a memory grants anything depends on where it came from (its provenance) and whose store
 holds it, so every attack here writes through the real store with a real access policy: the
 provenance the guards read is the one the store kept, not one a test made up. The ``switches``
-fixture runs an attack again under each of η's off-by-default memory switches, through the path
-a kit takes (:func:`run`), and checks that each switch changed the prompt where it applies.
+fixture runs an attack again under η memory sections that turn on each of the three memory
+switches alone and all three (an η without a section runs all three), through the path a kit
+takes (:func:`run`), and checks that each switch changed the prompt where it applies.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def remember(store: SqliteMemory, source: str, content: str, who: str = "alice")
 
 
 SWITCHES = ("whole_closes_search", "as_messages", "drop_recall_note")
-"""η's memory switches that are off by default and may be turned on by a measurement."""
+"""η's memory switches that an η without a ``memory`` section runs on (``MemorySettings.defaults()``);
+a written-out section leaves each off unless it says so."""
 
 RECALL_NOTE = next(n.text for n in DEFAULT_NOTES if n.id == "memory.recalled-answer")
 
@@ -72,7 +74,8 @@ async def run(planner: Any, executor: Any, request: str, *, switches: tuple[str,
               **kw: Any) -> Episode:
     """Run ``request``; with ``switches``, the way a kit runs a task under an η with them on.
 
-    No switch: a plain :class:`Session` (its own recall and defaults). With switches, as
+    No switch: a plain :class:`Session` (its own recall and defaults, ``as_messages`` among them).
+    With switches, as
     ``run_task_episode`` does: η's memory section configures the session, the recall runs first
     and the adapter's ``session_kwargs`` (offered actions, guidance notes, policies) are built
     from it, so the switches act where a deployment turns them on. A recall the test forges is

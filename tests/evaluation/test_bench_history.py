@@ -92,8 +92,9 @@ def test_a_variant_is_recorded_and_a_resume_under_another_variant_is_refused(ben
         bench.main(["--variant", "with-no_such_switch"])
 
 
-def test_the_variant_kit_turns_the_switches_on(bench) -> None:
-    kit = bench.variant_kit(bench.load_harness_kit(), "with-as_messages+drop_recall_note")
-    memory = kit.eta.memory
-    assert memory.as_messages and memory.drop_recall_note and not memory.whole_closes_search
-    assert bench.load_harness_kit().eta.memory is None  # the defaults: every off-by-default switch off
+def test_the_variant_kit_turns_the_switches_on_and_off(bench) -> None:
+    memory = bench.variant_kit(bench.load_harness_kit(), "no-as_messages+drop_recall_note").eta.memory
+    assert not memory.as_messages and not memory.drop_recall_note and memory.whole_closes_search
+    memory = bench.variant_kit(bench.load_harness_kit(), "with-newest_last").eta.memory
+    assert memory.newest_last and memory.as_messages and memory.drop_recall_note and memory.whole_closes_search
+    assert bench.load_harness_kit().eta.memory is None  # the defaults: MemorySettings.defaults()

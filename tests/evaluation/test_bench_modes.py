@@ -66,9 +66,11 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
     kit = load_harness_kit()
     episode, _ = await run_task(task, planner, mode="harness", kit=kit)
     request = planner.requests[0]
-    # prefix, the recalled evidence, the request: the evidence sits after the stable prefix
-    assert [m.section for m in request.messages] == ["prefix", "evidence", "request"]
-    evidence = request.messages[1].content
+    # prefix, the recalled evidence, the request: the evidence sits after the stable prefix, each
+    # entry a message of its own (the clock, the heading and rules, the one memory: as_messages)
+    assert [m.section for m in request.messages] == ["prefix", "evidence", "evidence", "evidence", "request"]
+    assert request.messages[3].content.endswith("At bedtime I keep the screen brightness at 25.")
+    evidence = "\n".join(m.content for m in request.messages[1:4])
     # the owner's short history goes in whole, dated, under today's date; their statement is a standing wish
     assert "All memories of the user" in evidence and "At bedtime I keep the screen brightness at 25." in evidence
     assert "today is Friday 2025-03-14" in evidence and "[2025-03-04 Tue 21:00]" in evidence  # in the device's zone
@@ -79,7 +81,8 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
     assert episode.header.recalled[0].provenance["source"] == "user_statement"  # the trace keeps provenance
     system = request.messages[0].content
     assert "At bedtime" not in system
-    assert "memory_search" in request.kinds  # a recall that missed can be searched again (η memory.keep_search)
+    # the owner's whole history went in: a search finds nothing more (whole_closes_search)
+    assert "memory_search" not in request.kinds
     assert "memory_write" not in request.kinds  # the request asks nothing to be remembered
     if kit.library is not None:  # the request is routed to its skill: procedure shown, no load step
         assert episode.header.skills == ["quick-settings"]
@@ -87,7 +90,8 @@ async def test_harness_context_recalls_memories_as_evidence_and_routes_skills() 
     if kit.eta is not None:  # adapter guidance, filtered to the exposed tools, under a recorded η
         assert "Guidance:" in system and "get_settings" in system.split("Guidance:")[1]
         assert "start_cast" not in system.split("Guidance:")[1]
-        assert "memory_search it" not in system  # the recall note replaces the search note
+        assert "memory_search it" not in system  # nothing left to search: no search note
+        assert "memories shown with the request" not in system  # drop_recall_note: the evidence's rules say it
         assert episode.header.eta_version == kit.eta_version
 
 

@@ -146,7 +146,13 @@ def test_rerunning_identical_memory_and_sub_agent_tasks_decodes_nothing(tmp_path
     # tasks the fake "knows how" to do (it follows their oracle), through a memory search or a delegation
     tasks = [*_dev_tasks("memory", lambda t: not h._odd(t.id) and any(s.memory_search for s in t.oracle)),
              *_dev_tasks("subagent", lambda t: not h._odd(t.id) and any(s.delegate for s in t.oracle))]
+    from pocketpilot.adapters.placement import MemorySettings
+    from pocketpilot.evaluation.task_episode import HarnessKit
+
     memo, kit = DecodeMemo(tmp_path / MEMO_FILE), load_harness_kit()
+    # the search offered after a whole recall (by default withheld: the suite's histories go in whole)
+    searching = MemorySettings.defaults().model_copy(update={"whole_closes_search": False})
+    kit = HarnessKit(kit.library, eta=kit.eta.model_copy(update={"memory": searching}))
 
     async def run_all() -> list[str]:
         decodes: list[str] = []

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pocketpilot.adapters.placement import MemorySettings
 from pocketpilot.contracts import Episode
-from pocketpilot.evaluation.task_episode import load_harness_kit, run_task_episode
+from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, run_task_episode
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import TaskSpec, oracle_actions
 from pocketpilot.tasks.loader import load_task
@@ -32,8 +33,16 @@ def _dev_task(group: str, shows_ids: Callable[[TaskSpec], bool]) -> TaskSpec:
 
 
 @pytest.fixture(scope="module")
-def kit():
-    return load_harness_kit()
+def kits() -> dict[str, HarnessKit]:
+    """The bundled kit, and for the memory tasks one that offers memory_search after a whole recall.
+
+    By default (``MemorySettings.defaults()``) a recall of the owner's whole history withholds the
+    search, and the suite's memory histories all go in whole: no memory id would reach a prompt.
+    """
+    kit = load_harness_kit()
+    searching = MemorySettings.defaults().model_copy(update={"whole_closes_search": False})
+    return {"memory": HarnessKit(kit.library, eta=kit.eta.model_copy(update={"memory": searching})),
+            "subagent": kit}
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +71,8 @@ def _minted(episode: Episode) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["harness", "bare"])
 @pytest.mark.parametrize("group", ["memory", "subagent"])
-async def test_two_episodes_of_a_task_show_the_same_prompts(tasks, kit, group: str, mode: str, tmp_path: Path) -> None:
-    task = tasks[group]
+async def test_two_episodes_of_a_task_show_the_same_prompts(tasks, kits, group: str, mode: str, tmp_path: Path) -> None:
+    task, kit = tasks[group], kits[group]
     first, one = await _run(task, kit, mode, tmp_path)
     second, two = await _run(task, kit, mode, tmp_path)
     assert len(first) > 1 and first == second  # byte-identical, step by step
@@ -76,8 +85,8 @@ async def test_two_episodes_of_a_task_show_the_same_prompts(tasks, kit, group: s
 
 
 @pytest.mark.parametrize("group", ["memory", "subagent"])
-async def test_unseeded_episodes_show_other_ids(tasks, kit, group: str, tmp_path: Path) -> None:
-    first, one = await _run(tasks[group], kit, "harness", tmp_path, repeatable=False)
-    second, two = await _run(tasks[group], kit, "harness", tmp_path, repeatable=False)
+async def test_unseeded_episodes_show_other_ids(tasks, kits, group: str, tmp_path: Path) -> None:
+    first, one = await _run(tasks[group], kits[group], "harness", tmp_path, repeatable=False)
+    second, two = await _run(tasks[group], kits[group], "harness", tmp_path, repeatable=False)
     assert first[0] == second[0] and first != second
     assert not set(_minted(one)) & set(_minted(two))

@@ -25,7 +25,9 @@ from pocketpilot.harness.recall import is_standing_wish, render_recall
 from pocketpilot.memory import BoundMemory, MemoryCandidate, Provenance, SqliteMemory
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
-ON = MemoryPlacement(newest_last=True)
+LIST = MemoryPlacement(as_messages=False)
+"""The one-list rendering these tests read line by line (``as_messages`` is on by default)."""
+ON = MemoryPlacement(newest_last=True, as_messages=False)
 OLD = "For a trip, I always want this: record a 70-second video."
 NEW = "Different now: for a trip, a 55-second video."
 
@@ -51,7 +53,7 @@ def test_the_list_ends_on_the_newest_memory_under_the_rules() -> None:
 
 
 def test_switched_off_the_rendering_is_as_before() -> None:
-    (text,) = render_recall([mem("b", NEW, 11), mem("a", OLD, 2)], MemoryPlacement(), now=NOW, owner="alice")
+    (text,) = render_recall([mem("b", NEW, 11), mem("a", OLD, 2)], LIST, now=NOW, owner="alice")
     assert text == (
         "Memories recalled for this request, oldest first (today is Friday 2025-03-14):\n"
         f"- [2025-03-02 Sun 18:00] the user said: {OLD}\n"
@@ -73,7 +75,8 @@ def test_only_a_standing_wish_is_marked_newest_and_only_among_two_or_more() -> N
     assert marked.endswith(NEW)
     assert lines(text)[-1].endswith("Shared: 40 seconds.")  # still the newest last, as evidence
     # without the standing-wish switch nothing is called a wish
-    plain = render_recall(hits, MemoryPlacement(newest_last=True, standing_wishes=False), now=NOW, owner="alice")[0]
+    plain = render_recall(hits, MemoryPlacement(newest_last=True, standing_wishes=False, as_messages=False), now=NOW,
+                          owner="alice")[0]
     assert "wish" not in plain.replace("standing wishes", "")
 
 
@@ -92,7 +95,7 @@ def test_a_memory_the_store_records_as_replaced_is_left_out_and_its_successor_sa
     # nothing but a replaced memory: nothing to show
     assert render_recall([older], ON, now=NOW, owner="alice") == []
     # switched off, both are shown as before
-    assert OLD in render_recall([older, newer], MemoryPlacement(), now=NOW, owner="alice")[0]
+    assert OLD in render_recall([older, newer], LIST, now=NOW, owner="alice")[0]
 
 
 def test_a_replaced_statement_is_no_longer_a_standing_wish() -> None:
@@ -122,7 +125,7 @@ async def test_in_a_session_the_newest_wish_is_the_line_before_the_request(store
     at = next(i for i, m in enumerate(messages) if m.section == "evidence")
     assert messages[at].content.splitlines()[-1].endswith(f"the user said (the newest wish): {NEW}")
     assert messages[at + 1].content.startswith("Get the camera ready")  # the request comes right after
-    messages, _ = await run(store, MemoryPlacement())  # off: the rules still come last
+    messages, _ = await run(store, LIST)  # off: the rules still come last
     evidence = next(m for m in messages if m.section == "evidence").content
     assert evidence.splitlines()[-1].startswith('"The user said" marks')
 
@@ -154,5 +157,5 @@ def test_the_memory_answer_bench_has_a_variant_with_the_switch_on() -> None:
     with bench_script("bench_memory_answer") as script:
         assert "with-newest_last" in script.VARIANTS
         kit = script.variant_kit(HarnessKit(None, eta=Eta()), "with-newest_last")
-        assert kit.eta.memory == MemorySettings(newest_last=True)
+        assert kit.eta.memory == MemorySettings.defaults().model_copy(update={"newest_last": True})
         assert script.variant_kit(HarnessKit(None, eta=Eta()), "on").eta.memory.newest_last is False

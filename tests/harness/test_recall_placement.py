@@ -38,8 +38,9 @@ def session(store: SqliteMemory, actions: list[dict], **kw) -> tuple[Session, Sc
                    clock=lambda: NOW, **kw), planner
 
 
-def evidence_of(planner: ScriptedPlanner) -> str:
-    return next(m.content for m in planner.requests[0].messages if m.section == "evidence")
+def evidence_of(planner: ScriptedPlanner, request: int = 0) -> str:
+    """Every evidence message of a request's prompt, in order (by default each memory is a message)."""
+    return "\n".join(m.content for m in planner.requests[request].messages if m.section == "evidence")
 
 
 # ---------------------------------------------------------------- recall in the Session
@@ -82,7 +83,7 @@ async def test_a_recall_given_by_the_caller_is_shown_for_the_first_request_only(
     await s.run("Where does my sister live now?")
     assert "Given memory." in evidence_of(planner) and "Lisbon" not in evidence_of(planner)
     await s.run("And where did she live before?")
-    later = next(m.content for m in planner.requests[1].messages if m.section == "evidence")
+    later = evidence_of(planner, 1)
     assert "Lisbon" in later and "Given memory." not in later
 
 
@@ -151,8 +152,8 @@ def test_only_the_owners_own_statement_is_a_standing_wish() -> None:
     assert not is_standing_wish(_hit("user_statement", store="shared"), "alice")  # the shared store's
     assert not is_standing_wish(_hit("tool_result", owner="alice"), "alice")
     assert not is_standing_wish(_hit("episode", owner="alice"), "alice")
-    text = render_recall([_hit("user_statement", owner="alice"), _hit("tool_result", owner="alice"),
-                          _hit("user_statement", owner="bob")], MemoryPlacement(), owner="alice")[0]
+    text = "\n".join(render_recall([_hit("user_statement", owner="alice"), _hit("tool_result", owner="alice"),
+                                    _hit("user_statement", owner="bob")], MemoryPlacement(), owner="alice"))
     assert "the user said: text from user_statement" in text
     assert "from a tool result: text from tool_result" in text
     assert "someone else said" in text
@@ -281,5 +282,5 @@ def test_dates_are_shown_in_the_device_clocks_zone() -> None:
     local = datetime(2025, 3, 14, 9, 30, tzinfo=timezone(timedelta(hours=1)))
     hit = RetrievedMemory(id="a", tier="user", content="Late call with Maya.", score=1.0,
                           provenance={"source": "episode", "observed_at": "2025-03-10T23:30:00+00:00"})
-    text = render_recall([hit], MemoryPlacement(), now=local)[0]
+    text = "\n".join(render_recall([hit], MemoryPlacement(), now=local))
     assert "[2025-03-11 Tue 00:30] record: Late call with Maya." in text  # the next day where the user is

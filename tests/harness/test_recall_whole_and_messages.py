@@ -1,4 +1,4 @@
-"""Three memory-placement switches from the dev memory group's traces (issue 35), off by default:
+"""Three memory-placement switches from the dev memory group's traces (issue 35):
 
 - ``whole_closes_search``: when the owner's whole history went in, ``memory_search`` is not
   offered (nor its search-again note): a harness search after a whole recall returned the
@@ -9,7 +9,10 @@
   say what it says, all but "before changing something, check its live state with a tool",
   after which the harness read where bare acted).
 
-All read what was recalled, its provenance and its timestamps, never its wording.
+All read what was recalled, its provenance and its timestamps, never its wording. Dev measured
+the three together as a gain, so an η without a ``memory`` section runs them on
+(``MemorySettings.defaults()``; ``MemoryPlacement.as_messages`` defaults on); a section written
+out keeps what it says, a key it leaves out off (η files stored before the flip hash as before).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pocketpilot.adapters import compile_eta, sandbox_tool_apps
 from pocketpilot.adapters.eta import Eta
 from pocketpilot.adapters.kit import session_kwargs
 from pocketpilot.adapters.placement import MemorySettings
-from pocketpilot.contracts import RetrievedMemory
+from pocketpilot.contracts import Episode, RetrievedMemory
 from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, run_task_episode
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import HarnessConfig, MemoryPlacement, Session
@@ -70,9 +73,13 @@ def test_as_messages_composes_with_newest_last() -> None:
 
 
 def test_as_messages_off_renders_one_entry_as_before() -> None:
-    (text,) = render_recall([mem("b", NEW, 11), mem("a", OLD, 2)], MemoryPlacement(), now=NOW, owner="alice")
+    hits = [mem("b", NEW, 11), mem("a", OLD, 2)]
+    (text,) = render_recall(hits, MemoryPlacement(as_messages=False), now=NOW, owner="alice")
     assert text.splitlines()[1:3] == [f"- [2025-03-02 Sun 18:00] the user said: {OLD}",
                                       f"- [2025-03-11 Tue 18:00] the user said: {NEW}"]
+    # the default is one entry per memory
+    assert render_recall(hits, MemoryPlacement(), now=NOW, owner="alice") == render_recall(
+        hits, MemoryPlacement(as_messages=True), now=NOW, owner="alice")
 
 
 # ---------------------------------------------------------------- as_messages: in a session
@@ -104,8 +111,12 @@ async def test_in_a_session_each_memory_is_a_message_and_the_newest_is_right_bef
     assert evidence[2].content.endswith(OLD) and evidence[3].content.endswith(NEW)
     after = messages[messages.index(evidence[3]) + 1]
     assert after.section == "request" and after.content == REQUEST
-    one = [m for m in await first_prompt(store, MemoryPlacement()) if m.section == "evidence"]
+    one = [m for m in await first_prompt(store, MemoryPlacement(as_messages=False)) if m.section == "evidence"]
     assert len(one) == 1 and OLD in one[0].content and NEW in one[0].content  # off: one message, as before
+    # a session's default configuration: one message per memory (the runs above added their records)
+    default = [m for m in await first_prompt(store, HarnessConfig().memory) if m.section == "evidence"]
+    assert default[1].content.startswith("All memories of the user") and len(default) > 4
+    assert default[2].content.endswith(OLD) and default[3].content.endswith(NEW)
 
 
 async def test_a_session_s_recall_is_whole_only_without_a_shared_store_and_renders_the_same(store, tmp_path, eta):
@@ -167,7 +178,7 @@ def test_a_whole_recall_closes_memory_search_only_with_the_switch_on(eta):
     # a retrieval (not the whole history) may have missed: search stays offered
     actions, notes = offered(eta, on, whole=False)
     assert "memory_search" in actions and "memory_search with other words" in notes
-    # off (the default): offered after a whole recall, as before
+    # off (a written-out section that leaves it out): offered after a whole recall, as before
     actions, notes = offered(eta, MemorySettings(), whole=True)
     assert "memory_search" in actions and "memory_search with other words" in notes
 
@@ -191,7 +202,8 @@ def test_drop_recall_note_leaves_the_note_out_and_nothing_else(eta):
     _, notes = offered(eta, MemorySettings(), whole=True)
     assert "The memories shown with the request are dated" in notes and "check its live state" in notes
     # what the note said but "check" is in the evidence the planner is shown with the request
-    (evidence,) = render_recall([mem("a", OLD, 2), mem("b", NEW, 11)], MemoryPlacement(), now=NOW, owner="alice")
+    evidence = "\n".join(render_recall([mem("a", OLD, 2), mem("b", NEW, 11)], MemoryPlacement(), now=NOW,
+                                       owner="alice"))
     assert "A newer memory replaces an older one it contradicts" in evidence
     assert "A question about the past is answered from these" in evidence
 
@@ -210,15 +222,21 @@ def test_the_switches_hash_as_before_when_off_and_map_onto_the_session() -> None
     assert HarnessKit(None, eta=Eta(memory=MemorySettings())).configure(HarnessConfig()).memory.as_messages is False
 
 
-def test_the_bench_turns_on_one_switch_or_several() -> None:
+def test_the_bench_turns_off_one_switch_or_several_and_on_any() -> None:
     with bench_script("bench_memory_answer") as script:
+        base = HarnessKit(None, eta=Eta())
+        assert script.variant_kit(base, "on").eta.memory == MemorySettings.defaults()
         for key in ("whole_closes_search", "as_messages", "drop_recall_note"):
-            assert f"with-{key}" in script.VARIANTS
-        kit = script.variant_kit(HarnessKit(None, eta=Eta()), "with-whole_closes_search+as_messages")
-        assert kit.eta.memory == MemorySettings(whole_closes_search=True, as_messages=True)
-        assert script._variant("with-whole_closes_search+as_messages")
-        with pytest.raises(Exception, match="unknown variant"):
-            script._variant("with-whole_closes_search+recall")  # only off-by-default switches combine
+            assert f"no-{key}" in script.VARIANTS and f"with-{key}" not in script.VARIANTS  # on by default
+            assert getattr(script.variant_kit(base, f"no-{key}").eta.memory, key) is False
+        kit = script.variant_kit(base, "no-whole_closes_search+as_messages")
+        assert kit.eta.memory == MemorySettings(drop_recall_note=True)
+        kit = script.variant_kit(base, "with-newest_last+whole_closes_search")  # with-: any switch on
+        assert kit.eta.memory == MemorySettings.defaults().model_copy(update={"newest_last": True})
+        assert script._variant("no-whole_closes_search+as_messages+drop_recall_note")
+        for name in ("with-whole_closes_search+no_such", "no-budget+recall", "no-"):
+            with pytest.raises(Exception, match="unknown variant"):
+                script._variant(name)  # only known on/off switches combine
 
 
 # ---------------------------------------------------------------- a task episode, end to end
@@ -245,8 +263,23 @@ async def test_a_task_episode_under_both_switches(kit: HarnessKit, tmp_path: Pat
     finish = {"kind": "finish", "summary": "done"}
     on = HarnessKit(kit.library, eta=kit.eta.model_copy(
         update={"memory": MemorySettings(whole_closes_search=True, as_messages=True)}))
-    episode, _ = await run_task_episode(task, ScriptedPlanner([search, finish]), mode="harness", kit=on,
+    assert kit.eta.memory is None  # the bundled η: the harness's defaults, both switches on
+    for under in (on, kit):
+        episode, _ = await run_task_episode(task, ScriptedPlanner([search, finish]), mode="harness", kit=under,
+                                            trace_dir=tmp_path)
+        assert_both_switches_on(episode, task)
+    # a written-out section that leaves them out: searched, one evidence message
+    off = HarnessKit(kit.library, eta=kit.eta.model_copy(update={"memory": MemorySettings()}))
+    episode, _ = await run_task_episode(task, ScriptedPlanner([search, finish]), mode="harness", kit=off,
                                         trace_dir=tmp_path)
+    assert "memory_search" in episode.header.kinds and episode.steps[0].retrieved
+    assert len(episode.header.preamble) == 1
+    with bench_script("bench_memory_answer") as script:  # the bench's rows count the searches
+        assert script._actions(episode) == ["memory_search", "finish"]
+
+
+def assert_both_switches_on(episode: Episode, task: TaskSpec) -> None:
+    """The search is not offered after a whole recall, and each memory is a message of its own."""
     assert episode.header.recalled and "memory_search" not in episode.header.kinds
     step = episode.steps[0]  # not offered: the planner's grammar has no such action, and no search runs
     assert step.action is None and step.error is not None and step.error.code == "invalid_action"
@@ -255,10 +288,3 @@ async def test_a_task_episode_under_both_switches(kit: HarnessKit, tmp_path: Pat
     assert len(memories) == len(task.memory)  # one message each, after the clock and the heading
     assert all(m.content in text for m, text in zip(sorted(task.memory, key=lambda m: m.created_at), memories,
                                                        strict=True))
-    # the defaults: searched, one evidence message
-    episode, _ = await run_task_episode(task, ScriptedPlanner([search, finish]), mode="harness", kit=kit,
-                                        trace_dir=tmp_path)
-    assert "memory_search" in episode.header.kinds and episode.steps[0].retrieved
-    assert len(episode.header.preamble) == 1
-    with bench_script("bench_memory_answer") as script:  # the bench's rows count the searches
-        assert script._actions(episode) == ["memory_search", "finish"]
