@@ -23,17 +23,16 @@ from pocketpilot.adapters.experience import ExperienceEntry
 from pocketpilot.cli.main import cli
 from pocketpilot.contracts import Episode, Finish
 from pocketpilot.evaluation.evolve import EvolveLoop, ExperienceDistiller
-from pocketpilot.evaluation.evolve_state import Candidate, Decision, EvolveSettings, Proposals
+from pocketpilot.evaluation.evolve_state import Decision, EvolveSettings, Proposals
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tasks import TaskSpec, oracle_actions
 from pocketpilot.tracing.trace import read_trace
-from pocketpilot.trainer_bridge.candidates import experience_candidate
 from pocketpilot.trainer_bridge.distil import distil
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import evolve_helpers as h  # noqa: E402
-from test_evolve_learning import MISLEADING, MisledPlanners  # noqa: E402
+from test_evolve_learning import MISLEADING, ExperienceProposer, MisledPlanners  # noqa: E402
 
 
 def _even(task_id: str) -> bool:
@@ -47,21 +46,6 @@ class HalfPass:
         return ScriptedPlanner(oracle_actions(task) if _even(task.id) else [Finish(summary="Done.")])
 
 
-class ExperienceOnly:
-    """The real experience candidate and nothing else; records the entries each iteration was given."""
-
-    def __init__(self) -> None:
-        self.given: list[list[ExperienceEntry]] = []
-
-    def propose(self, failures: Sequence[Episode], eta: Eta,
-                experience: Sequence[ExperienceEntry]) -> tuple[list[Candidate], list[str]]:
-        self.given.append(list(experience))
-        c = experience_candidate(eta, experience)
-        if c is None:
-            return [], ["no new entries"]
-        return [Candidate(kind=c.kind, revision=c.revision, summary="experience", evidence=c.evidence)], []
-
-
 def _learnable(out: Path, folder: str) -> set[str]:
     """The episodes of a run set's verified successes that distil into an entry (one without a call gives none)."""
     lines = (out / folder / "outcomes.jsonl").read_text().splitlines()
@@ -69,8 +53,8 @@ def _learnable(out: Path, folder: str) -> set[str]:
     return {p for e in distil(episodes) for p in e.provenance}
 
 
-def _run(out: Path, tasks: Path, pool: bool, iterations: int) -> ExperienceOnly:
-    proposer = ExperienceOnly()
+def _run(out: Path, tasks: Path, pool: bool, iterations: int) -> ExperienceProposer:
+    proposer = ExperienceProposer()
     settings = EvolveSettings(tasks_dir=str(tasks), dev_sample=4, evolve_sample=6, seed=7, experience_pool=pool)
     loop = EvolveLoop(out, settings, HalfPass(), base_eta=h.base_eta(), proposer=proposer,
                       distiller=ExperienceDistiller(), auto_approve=True)
@@ -114,7 +98,7 @@ class DistilsTheEvicted(ExperienceDistiller):
 
 def test_the_pool_never_brings_back_an_entry_whose_eviction_was_accepted(team_tasks: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proposer = ExperienceOnly()
+    proposer = ExperienceProposer()
     settings = EvolveSettings(tasks_dir=str(team_tasks), dev_sample=4, evolve_sample=10, seed=2,
                               experience_pool=True)
     base = h.base_eta().model_copy(update={"experience": [MISLEADING]})
