@@ -230,13 +230,15 @@ def tool_text_candidates(
             if f.tool and f.code in ARGUMENT_CODES:
                 support[f.tool].append({"episode_id": d.episode_id, "task_id": d.task_id, "steps": f.steps,
                                         "code": f.code})
+    if not support:
+        return []
     out = []
     known = [*experience, *eta.experience]
     declared = {name: {**t.semantics, "world": t.world} for name, t in eta.tools.items()}
-    ids = id_sources(episodes, known, declared) if support else None
+    ids = id_sources(episodes, known, declared)
     for tool, ev in sorted(support.items()):
         failed = {e["episode_id"] for e in ev}
-        if len(failed) < min_support or tool not in eta.tools or ids is None:
+        if len(failed) < min_support or tool not in eta.tools:
             continue
         entry = eta.tools[tool]
         parts = [entry.description.rstrip(". ")] if entry.description else []
