@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .delegation import DelegationSettings
 from .eta import Eta, RoutingNote
 from .placement import MemorySettings
 
@@ -23,7 +24,8 @@ class EtaChange:
     Attributes:
         section: ``tool``, ``skill``, ``note``, ``policy``, ``offer``, ``stop_words`` (before:
             the words removed, after: the words added), ``experience`` (an entry by id; ``*``:
-            the switch and budget) or ``memory`` (η's memory section, key by key).
+            the switch and budget), ``memory`` (η's memory section, key by key) or ``delegation``
+            (its hand-off switches, key by key).
         name: the tool/skill name or note id.
         change: ``added``, ``removed`` or ``changed``.
         field: for ``changed``, the dotted field (``parameters.properties.level.maximum``).
@@ -31,7 +33,7 @@ class EtaChange:
         after: the new value (``changed``/``added``), JSON-able.
     """
 
-    section: Literal["tool", "skill", "note", "policy", "offer", "stop_words", "experience", "memory"]
+    section: Literal["tool", "skill", "note", "policy", "offer", "stop_words", "experience", "memory", "delegation"]
     name: str
     change: Literal["added", "removed", "changed"]
     field: str = ""
@@ -97,6 +99,11 @@ def diff_eta(a: Eta, b: Eta) -> list[EtaChange]:
               (b.memory or MemorySettings.defaults()).model_dump(mode="json"), out)
         if a.memory is None or b.memory is None:
             out.append(EtaChange("memory", "*", "added" if a.memory is None else "removed"))
+    if a.delegation != b.delegation:  # None runs every switch off: compared as those values
+        _walk("delegation", "*", "", (a.delegation or DelegationSettings()).model_dump(mode="json"),
+              (b.delegation or DelegationSettings()).model_dump(mode="json"), out)
+        if a.delegation is None or b.delegation is None:
+            out.append(EtaChange("delegation", "*", "added" if a.delegation is None else "removed"))
     porder_a = [p.name for p in a.policies if p.name in {q.name for q in b.policies}]
     porder_b = [p.name for p in b.policies if p.name in {q.name for q in a.policies}]
     if porder_a != porder_b:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from ..policy_registry import PolicyError, build, default_entries, registered
 from .defaults import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
+from .delegation import DelegationSettings
 from .errors import EtaError, EtaIntegrityError
 from .experience import ExperienceConfig, ExperienceEntry
 from .placement import MemorySettings
@@ -159,6 +160,8 @@ class Eta(_Model):
     """Recall, memory placement and answer-path switches (:mod:`.placement`); None: the harness's defaults."""
     tool_retrieval: ToolRetrievalSettings | None = None
     """Tool exposure by retrieval (:mod:`.tool_retrieval`: at most ``k`` tools per step); None: off, every tool shown."""
+    delegation: DelegationSettings | None = None
+    """How the harness briefs a sub-agent (:mod:`.delegation`); None: as before, every switch off."""
     offers: dict[str, str] = Field(default_factory=_default_offers)
     """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
     stop_words: list[str] = Field(default_factory=_default_stop_words)
@@ -207,6 +210,8 @@ class Eta(_Model):
         data = self.model_dump(mode="json")
         if data.get("tool_retrieval", "") is None:  # off: hashed and stored as before the key existed
             del data["tool_retrieval"]
+        if data.get("delegation", "") is None:  # no delegation section: hashed and stored as before it existed
+            del data["delegation"]
         if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
             del data["memory"]
         else:  # a switch added off by default: off, hashed and stored as before the key existed

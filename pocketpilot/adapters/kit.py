@@ -8,6 +8,7 @@ from typing import Any
 from ..contracts import ACTION_KINDS, ToolSpec
 from ..skills import SkillLibrary
 from ..skills.worlds import ToolSet
+from .delegation import DelegationPlan
 from .errors import EtaError
 from .eta import Eta
 from .examples import with_experience, with_tool_text
@@ -17,6 +18,9 @@ from .route import SkillRouter, asks_to_delegate, asks_to_remember
 from .tool_retrieval import ToolRetriever
 
 __all__ = ["check_library", "session_kwargs"]
+
+_PARENT_ONLY = frozenset({"delegate", "skills", "recall", "recall-answer", "search-again"})
+"""Resources a sub-agent lacks: it cannot delegate or load skills, and is shown no recalled memories."""
 
 
 def check_library(eta: Eta, library: SkillLibrary) -> None:
@@ -113,7 +117,9 @@ def session_kwargs(
 
     Returns:
         ``guidance``, ``skills``, ``gates``, ``policies`` (η's policy set, fresh) and
-        ``eta_version``; with a request also ``guidance_for``, ``preloaded`` and ``actions``.
+        ``eta_version``; with a request also ``guidance_for``, ``preloaded`` and ``actions``,
+        and ``handoff`` when η has a ``delegation`` section (:mod:`.delegation`: how a sub-agent
+        is briefed, its guidance filtered to its own tools).
 
     Raises:
         EtaError: ``library`` is not the one η was compiled from, or the filter is for another η.
@@ -153,6 +159,7 @@ def session_kwargs(
         "preloaded": preloaded,
         "actions": actions,
         **({"tool_exposure": tool_retriever} if tool_retriever is not None else {}),
+        **_handoff(eta, filt, tools, frozenset(res), request, bound, preloaded),
     }
     # η's experience: worked examples after the routed guidance, step hints as a policy
     names = [t if isinstance(t, str) else t.name for t in exposed_tools]
@@ -218,6 +225,28 @@ def _declared_retriever(eta: Eta) -> ToolRetriever | None:
         return None
     apps = {name: entry.app for name, entry in eta.tools.items() if entry.app}
     return ToolRetriever(eta.tool_retrieval, apps=apps)
+
+
+def _handoff(eta: Eta, filt: GuidanceFilter, tools: ToolSet, res: frozenset[str], request: str,
+             bound: SkillLibrary | None, preloaded: Sequence[str]) -> dict[str, Any]:
+    """η's ``delegation`` section as the session's ``handoff`` (none without the section).
+
+    The child's guidance is the parent's over the child's tools: the notes, and the procedures
+    of the skills routed for the request that the child's tools make available (a child cannot
+    load a skill itself), as the parent's context shows them.
+    """
+    if eta.delegation is None:
+        return {}
+    apps = {name: entry.app for name, entry in eta.tools.items() if entry.app}
+    child_res = res - _PARENT_ONLY
+
+    def child_guidance(now: Sequence[str]) -> list[str]:
+        held = ToolSet.of(list(now), catalogue=tools)
+        skills = [n for n in bound.available(held) if n in preloaded] if bound is not None else []
+        procedures = [f"[{n}] {bound.load(n).guidance}" for n in skills] if bound is not None else []
+        return [*filt.guidance(held, child_res, request=request, shown_skills=skills), *procedures]
+
+    return {"handoff": DelegationPlan.of(eta.delegation, apps, child_guidance)}
 
 
 def _guidance_for(filt: GuidanceFilter, tools: ToolSet, res: frozenset[str], request: str,

@@ -118,7 +118,8 @@ def artifacts(episode: Episode) -> dict[str, str]:
     return found
 
 
-async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, episode_id: str, step: int) -> Routed:
+async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, episode_id: str, step: int,
+                   request: str | None = None) -> Routed:
     """Run a sub-agent to its stop and feed back only a confirmed result.
 
     The parent awaits the child, so it cannot act before the child has stopped; the result
@@ -126,7 +127,8 @@ async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, e
     took effect and its verifier passed (see :mod:`pocketpilot.handoff`): a denied call
     reaches the parent as denied. Artifacts (ids, file names) the child's tool results
     returned are surfaced explicitly, and only for a confirmed result: an unconfirmed child's
-    products must not be acted upon.
+    products must not be acted upon. ``request`` is the child's first message when the harness
+    briefed it (:mod:`.brief`); None: the instruction, its artifacts appended.
     """
     try:
         child = spawn(action)
@@ -137,7 +139,7 @@ async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, e
     instruction = action.instruction
     if action.artifacts:
         instruction += "\nArtifacts: " + json.dumps(action.artifacts, ensure_ascii=False)
-    episode = await child.run(instruction)
+    episode = await child.run(request if request is not None else instruction)
     handoff = review_handoff(episode)
     final = episode.final_action
     data: dict[str, Any] = {

@@ -235,8 +235,13 @@ class Run:
         self.state.emit(DelegateStarted(episode_id=eid, step=step, call_id=call_id, action=action))
         try:
             state = self.state
-            routed = await actions.delegate(action, lambda a: self.deps.spawn_child(a, state.delegable(), state.gates, state.steps),
-                                            episode_id=eid, step=step)
+            brief = state.brief(action)  # None: the delegate as the planner wrote it
+            given, tools = (brief.action, brief.tools) if brief is not None else (action, state.delegable())
+            routed = await actions.delegate(given, lambda a: self.deps.spawn_child(a, tools, state.gates, state.steps),
+                                            episode_id=eid, step=step, request=brief.message if brief else None)
+            if brief is not None:  # the step records what the child got; the parent hears what was dropped
+                routed.notices[:0] = brief.notices
+                routed.executed = given if given != action else routed.executed
         except Exception as exc:
             self.state.emit(DelegateEnded(episode_id=eid, step=step, call_id=call_id, error=f"{type(exc).__name__}: {exc}"))
             raise

@@ -32,6 +32,7 @@ from ..skills.base import LoadedSkillView, ToolGate
 from ..tracing.trace import TraceWriter
 from .actions import SubAgent
 from .base import Confirmer, Executor, MemoryStore, Planner, RunExposure, SkillStore, ToolExposure, Verifier
+from .brief import Brief, Handoff, prepare_brief
 from .config import HarnessConfig
 from .context import ContextAssembler
 from .observer import RunEvent, RunObserver
@@ -93,6 +94,8 @@ class RunSetup:
     """A sub-agent's: the user's request its parent's run serves (None: this run's request is the user's)."""
     user_recalled: tuple[RetrievedMemory, ...] = ()
     """A sub-agent's: the memories recalled for the user's request (not shown to it; policies read them)."""
+    handoff: Handoff | None = None
+    """How a delegate's sub-agent is briefed (:mod:`.brief`); None: the delegate as the planner wrote it."""
 
 
 class RunState:
@@ -289,6 +292,16 @@ class RunState:
         self.pinned += [n for n in added if n not in self.pinned]
         self.tools.update((n, self.universe[n]) for n in added)
         return ToolResult.success({"added": [{"name": n, "description": self.universe[n].description} for n in added]})
+
+    def brief(self, action: Delegate) -> Brief | None:
+        """The delegate as the session's hand-off setting briefs it (:mod:`.brief`); None: no setting."""
+        if self.setup.handoff is None:
+            return None
+        shown = self.delegable()
+        more = self.exposure.more_tools if self.exposure is not None else None
+        held = {n: t for n, t in {**self.universe, **self.tools}.items() if more is None or n != more.name}
+        return prepare_brief(action, self.setup.handoff, user_request=self.user_request, steps=self.steps,
+                             shown=shown, held=held)
 
     def delegable(self) -> dict[str, ToolSpec]:
         """The tools shown now that a sub-agent can be given (the harness's own widening tool is not one)."""

@@ -38,6 +38,7 @@ from ..errors import UsageError
 from ..ids import IdSource
 from ..memory.base import ListsMemories
 from .base import Confirmer, Executor, MemoryStore, Planner, SkillStore, ToolExposure, ToolGate, Verifier
+from .brief import Handoff
 from .config import HarnessConfig
 from .confirm import DenyAll
 from .loop import Run
@@ -101,8 +102,12 @@ class Session:
         recalled: Recall | None = None,
         tool_exposure: ToolExposure | None = None,
         subagent_ids: IdSource | None = None,
+        handoff: Handoff | None = None,
     ) -> None:
         self.planner = planner
+        self.handoff = handoff
+        """How a delegate's sub-agent is briefed (:mod:`.brief`: η's ``delegation`` section); None: the
+        planner's delegate as written, its instruction and artifacts the child's one message."""
         self.subagent_ids = subagent_ids
         """Mints the episode ids of this session's sub-agents (None: random uuid4s), which a
         delegation's result shows the planner: a seeded source (:class:`~pocketpilot.ids.SeededIds`)
@@ -298,6 +303,7 @@ class Session:
             policies=None if self.policies is None else tuple(self.policies), task_id=self.task_id,
             eta_version=self.eta_version, parent_episode_id=self.parent_episode_id, depth=self.depth,
             parent_step=self.parent_step, trace_dir=self.trace_dir, exposure=self.tool_exposure,
+            handoff=self.handoff,
         )
         state = RunState(deps, setup, request, earlier, turn=len(self.turns),
                          ids=self.subagent_ids if self.depth > 0 else None)
@@ -365,6 +371,9 @@ class Session:
             policies=self.policies,
             tool_text=self.tool_text,
             subagent_ids=self.subagent_ids,
+            handoff=self.handoff,
+            # the brief's guidance switch: the adapter's notes over the child's own tools
+            guidance_for=self.handoff.child_guidance if self.handoff is not None and self.handoff.guidance else None,
         )
         asked, recalled = self._serving
         delegated = self.user_request is not None
