@@ -15,7 +15,8 @@ derive or check a slot from declarations instead (the brief is built by
 - ``guidance``: the child gets the adapter's guidance filtered to its own tools, as the parent
   does (notes about delegating and loading skills left out: the child can do neither);
 - ``grounded_artifacts``: an artifact value is kept only if it occurs in the user's request, in
-  an earlier tool result of the episode, or is a known artifact; under a key that is a child
+  an earlier tool result of the episode, is a known artifact, or is a value a child tool's
+  schema declares for that argument (an ``enum``); under a key that is a child
   tool's declared ``id_arg``, only ids seen in results are kept; the parent is told what was
   dropped;
 - ``carry_ids``: the ids a confirmed earlier child surfaced are merged into each later

@@ -9,8 +9,9 @@ the harness derives or checks each slot from declarations before the child start
 - **tools**: the listed tools plus every tool of the same apps (the declared app of each tool),
   among the tools the parent holds, up to what a delegate may list;
 - **artifacts**: a value is kept only where it occurs in the user's request or in an earlier
-  tool result of the episode (the parent's, or a confirmed child's), or is an artifact a
-  confirmed child surfaced; under a key that is a child tool's declared ``id_arg``, only the ids
+  tool result of the episode (the parent's, or a confirmed child's), is an artifact a
+  confirmed child surfaced, or is a value a child tool's schema declares for that argument
+  (an ``enum``); under a key that is a child tool's declared ``id_arg``, only the ids
   of records seen in results (``ToolSpec.id_field``) or surfaced by a confirmed child. What is
   dropped is told to the parent in one notice;
 - **carried ids**: the artifacts a confirmed earlier child surfaced are merged in;
@@ -131,12 +132,29 @@ def _app_closure(listed: list[str], held: Mapping[str, ToolSpec], apps: Mapping[
     return [*listed, *extra][: max(MAX_TOOLS, len(listed))]
 
 
+def _allowed(tools: Sequence[ToolSpec], key: str) -> set[str]:
+    """The values the child's tools declare for an argument named ``key`` (its schema's ``enum``)."""
+    out: set[str] = set()
+    for tool in tools:
+        schema = (tool.parameters.get("properties") or {}).get(key)
+        for branch in [schema, *((schema or {}).get("anyOf") or [])] if isinstance(schema, dict) else []:
+            if isinstance(branch, dict):
+                out.update(str(v) for v in branch.get("enum") or [])
+    return out
+
+
 def _ground(given: Mapping[str, str], *, request: str, seen: _Seen,
-            id_args: set[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """The artifacts the request or the episode's results ground, and those they do not."""
+            tools: Sequence[ToolSpec]) -> tuple[dict[str, str], dict[str, str]]:
+    """The artifacts the request, the episode's results or the child's schemas ground, and the others.
+
+    A value one of the child's tools declares for that argument (an ``enum`` value: a metric, a
+    unit) is grounded by the declaration; an id never is, whatever the request says.
+    """
     haystack = [request.casefold(), *(t.casefold() for t in seen.texts)]
     known = set(seen.surfaced.values())
-    kept, dropped = {}, {}
+    id_args = {t.id_arg for t in tools if t.id_arg}
+    kept: dict[str, str] = {}
+    dropped: dict[str, str] = {}
     for key, value in given.items():
         v = value.strip()
         if not v:
@@ -144,7 +162,7 @@ def _ground(given: Mapping[str, str], *, request: str, seen: _Seen,
         elif key in id_args:
             ok = v in seen.ids or v in known
         else:
-            ok = v in known or any(v.casefold() in text for text in haystack)
+            ok = v in known or v in _allowed(tools, key) or any(v.casefold() in text for text in haystack)
         (kept if ok else dropped)[key] = value
     return kept, dropped
 
@@ -179,8 +197,7 @@ def prepare_brief(action: Delegate, handoff: Handoff, *, user_request: str, step
     seen = _seen(steps, {**held, **shown})
     artifacts, notices = dict(action.artifacts), []
     if handoff.grounded_artifacts:
-        id_args = {t.id_arg for t in child if t.id_arg}
-        artifacts, dropped = _ground(artifacts, request=user_request, seen=seen, id_args=id_args)
+        artifacts, dropped = _ground(artifacts, request=user_request, seen=seen, tools=child)
         if dropped:
             notices.append(Notice(
                 "Left out of the hand-off, found neither in the request nor in a result: "

@@ -156,3 +156,15 @@ def test_ids_a_confirmed_child_surfaced_are_carried_into_the_next_delegation(eta
     assert (second.action.artifacts == {"create_note.id": note_id}) is carry
     assert (note_id in second.children[0].header.request) is carry
     assert any(n.code == "artifacts_carried" for n in second.notices) is carry
+
+
+def test_a_value_a_child_tool_declares_for_that_argument_is_grounded(eta, library):
+    """``mode: walk`` is one of get_directions' declared modes; ``mode: teleport`` and ``speed`` are not grounded."""
+    script = [delegate("Get the walking distance", ["get_directions"], {"mode": "walk", "speed": "5"}),
+              finish("no"), finish("no"), finish("no")]
+    episode, _ = run(eta, library, script, DelegationSettings.all_on())
+    step = episode.steps[0]
+    assert isinstance(step.action, Delegate) and step.action.artifacts == {"mode": "walk"}
+    script[0] = delegate("Get the distance", ["get_directions"], {"mode": "teleport"})
+    episode, _ = run(eta, library, script, DelegationSettings.all_on())
+    assert episode.steps[0].action.artifacts == {}
