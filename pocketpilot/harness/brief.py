@@ -126,9 +126,13 @@ def _specs_of(episode: Episode) -> dict[str, ToolSpec]:
 
 
 def _app_closure(listed: list[str], held: Mapping[str, ToolSpec], apps: Mapping[str, str]) -> list[str]:
-    """The listed tools, then the other held tools of their apps, up to :data:`MAX_TOOLS`."""
+    """The listed tools, then the other held tools of their apps, up to :data:`MAX_TOOLS`.
+
+    The read-only ones come first: where the bound cuts the list, it keeps the lookups a child
+    needs to find a record's id, and leaves out changes nobody listed.
+    """
     wanted = {apps[n] for n in listed if apps.get(n)}
-    extra = [n for n in held if n not in listed and apps.get(n) in wanted]
+    extra = sorted((n for n in held if n not in listed and apps.get(n) in wanted), key=lambda n: not held[n].read_only)
     return [*listed, *extra][: max(MAX_TOOLS, len(listed))]
 
 

@@ -16,7 +16,7 @@ import pytest
 from pocketpilot.adapters import compile_eta, sandbox_tool_apps, session_kwargs
 from pocketpilot.adapters.delegation import DelegationSettings
 from pocketpilot.adapters.eta import Eta
-from pocketpilot.contracts import Delegate, Episode
+from pocketpilot.contracts import Delegate, Episode, ToolSpec
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, Session
 from pocketpilot.harness.base import PlanRequest
@@ -168,3 +168,16 @@ def test_a_value_a_child_tool_declares_for_that_argument_is_grounded(eta, librar
     script[0] = delegate("Get the distance", ["get_directions"], {"mode": "teleport"})
     episode, _ = run(eta, library, script, DelegationSettings.all_on())
     assert episode.steps[0].action.artifacts == {}
+
+
+def test_the_app_closure_keeps_the_lookups_where_the_bound_cuts_it():
+    from pocketpilot.harness.brief import MAX_TOOLS, _app_closure
+
+    def spec(name: str, read_only: bool) -> ToolSpec:
+        return ToolSpec(name=name, read_only=read_only)
+
+    held = {f"change_{i}": spec(f"change_{i}", False) for i in range(MAX_TOOLS)} | {"lookup": spec("lookup", True)}
+    apps = dict.fromkeys(held, "app")
+    got = _app_closure(["change_0"], held, apps)
+    assert len(got) == MAX_TOOLS and got[:2] == ["change_0", "lookup"]
+    assert _app_closure(["change_0"], held, {}) == ["change_0"]  # no declared app: nothing added
