@@ -123,11 +123,16 @@ def _episode(tools: list[ToolSpec], calls: list[ToolCall], results: list[ToolRes
 def test_a_failed_query_does_not_fail_a_handoff_and_a_failed_enable_does() -> None:
     spec = ToolRegistry.from_object(Accessibility())["talkback"].spec
     failed = ToolResult.failure("unavailable", "the screen reader service is not running")
-    query = _episode([spec], [ToolCall(name="talkback", arguments={"action": "query"})], [failed])
-    enable = _episode([spec], [ToolCall(name="talkback", arguments={"action": "enable"})], [failed])
-    assert review_handoff(query).confirmed
+    worked = ToolResult.success({"enabled": False})
+    query = ToolCall(name="talkback", arguments={"action": "query"})
+    # a second call that worked: a child whose every call failed did no work (issue 35), whatever they were
+    queried = _episode([spec], [query, ToolCall(name="talkback", arguments={"action": "query", "x": 1})], [failed, worked])
+    enable = _episode([spec], [ToolCall(name="talkback", arguments={"action": "enable"}), query], [failed, worked])
+    assert review_handoff(queried).confirmed and review_handoff(queried).failed == []
     judged = review_handoff(enable)
     assert not judged.confirmed and [f.tool for f in judged.failed] == ["talkback"]
+    alone = review_handoff(_episode([spec], [query], [failed]))  # the failed query is no failed write, nor work
+    assert alone.failed == [] and not alone.confirmed and alone.code == "subagent_no_call"
 
 
 async def test_a_query_does_not_reset_the_loop_guards_count_of_rejections() -> None:
