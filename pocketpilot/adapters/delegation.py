@@ -21,6 +21,9 @@ derive or check a slot from declarations instead (the brief is built by
   dropped;
 - ``carry_ids``: the ids a confirmed earlier child surfaced are merged into each later
   delegation's artifacts, and the executed action records them.
+- ``hand_back_reads``: a confirmed child's result carries the data of its successful read-only
+  calls (read-only as declared), within a size budget, beside its summary and answer: on the
+  dev hand-off tasks no value a child read reached its parent, the summary left it out.
 
 Each is a hypothesis until dev measures it (``bench/bench_handoff.py``), so every switch is off
 unless the section turns it on, and an η without the section (None) runs as before and hashes
@@ -38,7 +41,7 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["SWITCHES", "DelegationPlan", "DelegationSettings"]
 
-SWITCHES = ("app_tools", "show_request", "guidance", "grounded_artifacts", "carry_ids")
+SWITCHES = ("app_tools", "show_request", "guidance", "grounded_artifacts", "carry_ids", "hand_back_reads")
 """The section's switches, in the order the module docstring explains them."""
 
 
@@ -52,6 +55,7 @@ class DelegationSettings(BaseModel):
     guidance: bool = False
     grounded_artifacts: bool = False
     carry_ids: bool = False
+    hand_back_reads: bool = False
 
     @classmethod
     def all_on(cls) -> DelegationSettings:
@@ -75,6 +79,7 @@ class DelegationPlan:
     guidance: bool = False
     grounded_artifacts: bool = False
     carry_ids: bool = False
+    hand_back_reads: bool = False
     apps: Mapping[str, str] = field(default_factory=dict)
     """Each tool's declared app (η's ``ToolEntry.app``); a tool without one is in no app."""
     child_guidance: Callable[[Sequence[str]], list[str]] = _no_guidance

@@ -21,6 +21,7 @@ from ..contracts import (
     Notice,
     RetrievedMemory,
     ToolResult,
+    spec_for_call,
 )
 from ..errors import MemoryStoreError, UsageError
 from ..handoff import review_handoff
@@ -37,7 +38,7 @@ class SubAgent(Protocol):
     def run(self, request: str) -> Awaitable[Episode]:
         """Run the sub-agent on ``request`` to its stop."""
 
-__all__ = ["artifacts", "delegate", "load_skill", "memory_search", "memory_write"]
+__all__ = ["READS_BUDGET", "artifacts", "child_reads", "delegate", "load_skill", "memory_search", "memory_write"]
 
 def _artifact_fields(episode: Episode) -> dict[str, list[str]]:
     """Each tool's declared ``artifact_fields``, from the specs the episode's trace records."""
@@ -118,8 +119,54 @@ def artifacts(episode: Episode) -> dict[str, str]:
     return found
 
 
+READS_BUDGET = 1500
+"""Characters of JSON the read data of a hand-back may take (``delegate(reads_budget=...)``)."""
+
+
+def child_reads(episode: Episode, budget: int) -> tuple[list[dict[str, Any]], int]:
+    """The data the child's successful read-only calls returned, within ``budget`` characters.
+
+    Read-only as its tool declares it (``ToolSpec.read_only``, by the call's arguments where the
+    effect depends on them), never by its name. A child asked to find a value read it, and its
+    summary need not repeat it: the parent gets the reads themselves. The newest reads are kept
+    first (a listing, then the record it led to: the record is what was asked for), shown
+    oldest first; an identical call is shown once. A read that does not fit whole is cut to
+    what is left, its data as truncated text (``"cut": true``).
+
+    Returns:
+        The reads, and how many were left out for the budget.
+    """
+    specs = {t.name: t for t in [*episode.header.tools, *(t for s in episode.steps for t in s.tools_added)]}
+    reads: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for _, call, result in episode.tool_calls():
+        spec = spec_for_call(specs, call)
+        if result is None or not result.ok or spec is None or not spec.read_only or call.key() in seen:
+            continue
+        seen.add(call.key())
+        reads.append({"tool": call.name, "arguments": call.arguments, "data": result.data})
+    kept: list[tuple[int, dict[str, Any]]] = []
+    left = budget
+    for i in range(len(reads) - 1, -1, -1):
+        entry = reads[i]
+        size = len(json.dumps(entry, ensure_ascii=False, default=str))
+        if size <= left:
+            kept.append((i, entry))
+            left -= size
+            continue
+        shell = {**entry, "data": "", "cut": True}
+        room = left - len(json.dumps(shell, ensure_ascii=False, default=str))
+        if room >= 40:  # shorter than that says nothing
+            text = json.dumps(entry["data"], ensure_ascii=False, default=str)[:room]
+            while (over := len(json.dumps({**shell, "data": text}, ensure_ascii=False, default=str)) - left) > 0:
+                text = text[:-over]  # the quotes in the text are escaped once more
+            kept.append((i, {**shell, "data": text}))
+        break
+    return [e for _, e in sorted(kept, key=lambda x: x[0])], len(reads) - len(kept)
+
+
 async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, episode_id: str, step: int,
-                   request: str | None = None) -> Routed:
+                   request: str | None = None, reads_budget: int = 0) -> Routed:
     """Run a sub-agent to its stop and feed back only a confirmed result.
 
     The parent awaits the child, so it cannot act before the child has stopped; the result
@@ -129,6 +176,11 @@ async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, e
     returned are surfaced explicitly, and only for a confirmed result: an unconfirmed child's
     products must not be acted upon. ``request`` is the child's first message when the harness
     briefed it (:mod:`.brief`); None: the instruction, its artifacts appended.
+
+    A confirmed result also carries the child's ``finish.answer`` (the value the parent
+    delegated for: a child that found it may say it there and not in its summary) and, with a
+    ``reads_budget`` (characters; 0: none), the data of its successful read-only calls
+    (:func:`child_reads`).
     """
     try:
         child = spawn(action)
@@ -156,6 +208,14 @@ async def delegate(action: Delegate, spawn: Callable[[Delegate], SubAgent], *, e
         data["verified"] = handoff.verified
     notices: list[Notice] = []
     if handoff.confirmed:
+        if isinstance(final, Finish) and final.answer:
+            data["answer"] = final.answer
+        if reads_budget > 0:
+            reads, left_out = child_reads(episode, reads_budget)
+            if reads:
+                data["reads"] = reads
+            if left_out:
+                data["reads_left_out"] = left_out
         data["artifacts"] = artifacts(episode)
         if data["artifacts"]:
             notices.append(Notice(

@@ -67,6 +67,10 @@ class Handoff(Protocol):
         """Artifacts confirmed earlier children surfaced are handed over too."""
 
     @property
+    def hand_back_reads(self) -> bool:
+        """A confirmed child's result carries the data of its read-only calls (:func:`.actions.child_reads`)."""
+
+    @property
     def apps(self) -> Mapping[str, str]:
         """Each tool's declared app."""
 

@@ -237,8 +237,10 @@ class Run:
             state = self.state
             brief = state.brief(action)  # None: the delegate as the planner wrote it
             given, tools = (brief.action, brief.tools) if brief is not None else (action, state.delegable())
+            reads = actions.READS_BUDGET if state.setup.handoff is not None and state.setup.handoff.hand_back_reads else 0
             routed = await actions.delegate(given, lambda a: self.deps.spawn_child(a, tools, state.gates, state.steps),
-                                            episode_id=eid, step=step, request=brief.message if brief else None)
+                                            episode_id=eid, step=step, request=brief.message if brief else None,
+                                            reads_budget=reads)
             if brief is not None:  # the step records what the child got; the parent hears what was dropped
                 routed.notices[:0] = brief.notices
                 routed.executed = given if given != action else routed.executed
