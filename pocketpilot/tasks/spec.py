@@ -28,6 +28,7 @@ A task on a world of its own (see :class:`WorldSpec` and :mod:`pocketpilot.tasks
       - {kind: state, path: notes, contains: {title: milk}, created: true}
       - {kind: state, path: notes.0.priority, in: [high, urgent]}
       - {kind: state, path: volume, between: [20, 40]}
+      - {kind: state, path: notes, contains: {body: "8600.0"}, forms: {body: {kind: number}}, created: true}
       - {kind: last_call, tool: power_off}            # nothing state-changing after power_off
       - {kind: count, tool: create_note, at_least: 1, at_most: 1}
       - {kind: no_error, code: not_found}
@@ -199,6 +200,9 @@ class StateCriterion(_Criterion):
     matching as a subset. ``not_contains``: the opposite of ``contains``. ``between: [lo, hi]``:
     a number (not a bool) with ``lo <= value <= hi``. ``created``: with ``contains`` on a list,
     only elements this run added count (a seeded record that happens to match proves nothing).
+    ``forms``: with a dict ``contains``, the declared equivalent forms of some of its fields'
+    values, by field: a value written into text ("8600" for a balance of 8600.0) is judged as an
+    answer with that form is (:mod:`.forms`); a field without one keeps the containment test.
     """
 
     kind: Literal["state"] = "state"
@@ -209,6 +213,15 @@ class StateCriterion(_Criterion):
     not_contains: Any = None
     between: tuple[float, float] | None = None
     created: bool = False
+    forms: dict[str, ValueForm] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        # a criterion without forms dumps as before the field existed: its task's digest holds
+        data = handler(self)
+        if isinstance(data, dict) and not self.forms:
+            data.pop("forms", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -230,6 +243,12 @@ class StateCriterion(_Criterion):
             raise ValueError("created applies to contains (elements of a list this run added)")
         if self.between is not None and self.between[0] > self.between[1]:
             raise ValueError(f"between: {self.between[0]} is above {self.between[1]}")
+        if self.forms:
+            fields = self.contains if isinstance(self.contains, dict) else None
+            if fields is None:
+                raise ValueError("forms applies to contains with a dict (a record's fields)")
+            if unknown := sorted(set(self.forms) - set(fields)):
+                raise ValueError(f"forms names fields contains does not: {', '.join(unknown)}")
         return self
 
     @property

@@ -30,7 +30,7 @@ from ..contracts import (
 from ..executor.sandbox import MISSING, resolve_path
 from ..executor.sandbox.diff import diff_values
 from ..handoff import review_handoff
-from .forms import says_value
+from .forms import ValueForm, says_value
 from .spec import (
     ActionCountCriterion,
     ActionOrderCriterion,
@@ -68,16 +68,17 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def matches(actual: Any, expected: Any) -> bool:
+def matches(actual: Any, expected: Any, forms: Mapping[str, ValueForm] | None = None) -> bool:
     """Whether ``actual`` matches ``expected`` the way criteria compare values.
 
     A dict matches as a subset (each expected key matches recursively); a string expected of a
     string actual matches by case-insensitive containment; a bool or number by equality (a bool
-    never equals a number); anything else by equality.
+    never equals a number); anything else by equality. A key of an expected dict with a declared
+    form in ``forms`` matches text that says its value in any of the form's equivalent forms.
     """
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(
-            k in actual and matches(actual[k], v) for k, v in expected.items()
+            k in actual and _field_matches(actual[k], v, (forms or {}).get(k)) for k, v in expected.items()
         )
     if isinstance(expected, str) and isinstance(actual, str):
         return expected.lower() in actual.lower()
@@ -91,13 +92,20 @@ def _equal(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-def _contains(actual: Any, expected: Any) -> bool:
+def _field_matches(actual: Any, expected: Any, form: ValueForm | None) -> bool:
+    """One field of a record: by its declared form where it is text that may say the value."""
+    if form is not None and isinstance(actual, str) and isinstance(expected, str):
+        return says_value(form, expected, actual)
+    return matches(actual, expected)
+
+
+def _contains(actual: Any, expected: Any, forms: Mapping[str, ValueForm] | None = None) -> bool:
     if isinstance(actual, list):
-        return any(matches(item, expected) for item in actual)
+        return any(matches(item, expected, forms) for item in actual)
     if isinstance(actual, str) and isinstance(expected, str):
         return expected.lower() in actual.lower()
     if isinstance(actual, dict):
-        return matches(actual, expected)
+        return matches(actual, expected, forms)
     return False
 
 
@@ -158,8 +166,9 @@ def _state(c: StateCriterion, final: dict[str, Any], initial: dict[str, Any] | N
         ok = value is not MISSING and any(_equal(value, v) for v in c.one_of or [])
         want = f"in {_short(c.one_of)}"
     elif test == "contains":
-        ok = value is not MISSING and _contains(value, c.contains)
-        want = f"contains {'a new ' if c.created else ''}{_short(c.contains)}"
+        ok = value is not MISSING and _contains(value, c.contains, c.forms)
+        said = f" ({', '.join(c.forms)} in any declared form)" if c.forms else ""
+        want = f"contains {'a new ' if c.created else ''}{_short(c.contains)}{said}"
     elif test == "between":
         lo, hi = c.between or (0.0, 0.0)
         number = isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -131,3 +131,59 @@ def test_a_form_counts_in_the_task_digest_and_its_absence_does_not() -> None:
     formed = answer.model_copy(update={"form": ValueForm(kind="number")})
     other = task.model_copy(update={"criteria": [formed if c is answer else c for c in task.criteria]})
     assert other.digest() != task.digest()
+
+
+# ---------------------------------------------------------------- a value written into a record's text
+
+NOTE_AT = "notes.items"
+
+
+def _with_note(body: str) -> dict[str, Any]:
+    """The start state with one new note whose body is ``body``."""
+    final = STATE.model_dump(mode="json")
+    final["notes"]["items"] = [*final["notes"]["items"], {"id": "note-99", "title": "Balance", "body": body}]
+    return final
+
+
+def written(criterion: dict[str, Any], body: str) -> bool:
+    episode = make_episode(Finish(summary="Done."))
+    return check_criterion(CRITERION.validate_python(criterion), STATE, _with_note(body), episode).passed
+
+
+NUMBER_BODY = {"kind": "state", "path": NOTE_AT, "contains": {"title": "Balance", "body": "8600.0"}, "created": True,
+               "forms": {"body": {"kind": "number", "scales": {"k": 1000}}}}
+
+
+@pytest.mark.parametrize("body", ["8600", "8600.0", "8,600", "The balance is 8600 EUR.", "8.6k"])
+def test_a_number_written_into_a_record_s_text_in_any_declared_form(body: str) -> None:
+    assert written(NUMBER_BODY, body)
+
+
+@pytest.mark.parametrize("body", ["8601", "86000", "18600", "no number here"])
+def test_another_number_written_into_the_text_fails(body: str) -> None:
+    assert not written(NUMBER_BODY, body)
+
+
+def test_without_forms_the_written_text_must_contain_the_value_as_written() -> None:
+    plain = {k: v for k, v in NUMBER_BODY.items() if k != "forms"}
+    assert written(plain, "8600.0")
+    assert not written(plain, "8600")  # the defect the form fixes: a person writes 8600 for 8600.0
+
+
+def test_a_form_judges_only_its_own_field() -> None:
+    # the title keeps its containment test beside a formed body
+    assert not written({**NUMBER_BODY, "contains": {"title": "Savings", "body": "8600.0"}}, "8600")
+
+
+def test_forms_need_a_record_to_judge() -> None:
+    with pytest.raises(ValidationError, match="forms applies to contains"):
+        CRITERION.validate_python({"kind": "state", "path": NOTE_AT, "contains": "8600.0",
+                                   "forms": {"body": {"kind": "number"}}})
+    with pytest.raises(ValidationError, match="forms names fields contains does not: note"):
+        CRITERION.validate_python({**NUMBER_BODY, "forms": {"note": {"kind": "number"}}})
+
+
+def test_a_state_criterion_without_forms_dumps_as_before() -> None:
+    plain = CRITERION.validate_python({k: v for k, v in NUMBER_BODY.items() if k != "forms"})
+    assert "forms" not in plain.model_dump()
+    assert "forms" in CRITERION.validate_python(NUMBER_BODY).model_dump()
