@@ -18,6 +18,7 @@ from typing import Any
 
 from ..executor.sandbox.diff import diff_values
 from .catalogue import Catalogue, Probe, run_calls, state_strings
+from .forms import ValueForm
 from .gen_world import GenWorld
 from .grounding import criteria_from_changes, patch_from_changes
 from .phrasing import Phrasing, cap, fmt, label, lc, states, value_text, verb
@@ -47,6 +48,16 @@ def _unchanged(allow: list[str]) -> dict[str, Any]:
 
 def _call(tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"call": tool, "args": dict(args)} if args else {"call": tool}
+
+
+def _declare_form(criteria: list[dict[str, Any]], fld: str, written: str, form: ValueForm) -> None:
+    """Give the state criteria of a new record whose text field ``fld`` holds ``written`` the
+    value's declared forms for that field, so the record is judged as an answer about it is.
+    """
+    for c in criteria:
+        fields = c.get("contains")
+        if c.get("created") and isinstance(fields, dict) and fields.get(fld) == written:
+            c["forms"] = {fld: form.model_dump(exclude_defaults=True)}
 
 
 class Drafter:
@@ -586,14 +597,21 @@ class Drafter:
         look = self._observe_call(r.tool, r.args) if spec.id_arg else None
         oracle = [*([look] if look else []), _call(r.tool, r.args), {"finish": f"The {label(key)} is {v}."}]
         answer: dict[str, Any] = {"kind": "answer", "any_of": [str(v)]}
-        own = self.phrasing.words
-        form = own.value_forms.get(key)
-        if form is None and isinstance(v, (int, float)):
-            form = own.number_form
+        form = self._value_form(key, v)
         if form is not None:
             answer["form"] = form.model_dump(exclude_defaults=True)
         criteria = [{"kind": "call", "tool": r.tool, "args": r.args}, answer, _unchanged([])]
         return Draft(goal, oracle, criteria, self._exposed(r.tool))
+
+    def _value_form(self, key: str, v: Any) -> ValueForm | None:
+        """The equivalent forms the world declares for result field ``key`` (its number form for a
+        number whose field declares none); None: the value is matched as written.
+        """
+        own = self.phrasing.words
+        form = own.value_forms.get(key)
+        if form is None and isinstance(v, (int, float)) and not isinstance(v, bool):
+            form = own.number_form
+        return form
 
     async def handoff_read(self, t: Template, rng: random.Random) -> Draft | None:
         r = self._probe(t, "read", rng, writes=False)
@@ -614,6 +632,9 @@ class Drafter:
             return None
         before, after, _ = ran
         crit, allow = self._grounded(before, after)
+        form = self._value_form(key, v)
+        if form is not None:  # "8600" carries a balance of 8600.0 as well as the tool's own "8600.0"
+            _declare_form(crit, ft, str(v), form)
         read = self.clause(r.tool, r.args, before, rng)
         action = self.clause(w.tool, args, before, rng, omit=[ft]) + f", with the {self.phrasing.field(key)} as the {label(ft)}"
         if states(v, read) or states(v, action):
@@ -639,7 +660,9 @@ class Drafter:
             return None
         record_id = c.data["id"]
         ft = rng.choice(texts)
-        args = {**w.args, ft: f"id {record_id}"}
+        # the id itself: the criterion read off the diff then asks only that the text holds it,
+        # in whatever words ("Note id: note-4"), as the request ("with that id in it") says
+        args = {**w.args, ft: record_id}
         ran = await self._sequence([(c.tool, c.args), (w.tool, args)])
         if ran is None:
             return None

@@ -227,8 +227,14 @@ def test_a_forbidden_memory_call_is_named_by_its_record_so_a_changed_argument_do
     assert narrowed >= 6
 
 
+@pytest.fixture(scope="module")
+def handoffs(world):
+    """Hand-off tasks from a catalogue of their own (about 15 s), shared by the hand-off tests."""
+    return generate(world, count=30, seed=5, only=["handoff-read", "handoff-id"])
+
+
 @pytest.mark.slow  # generates from a catalogue of its own: about 15 s
-def test_a_hand_off_carries_its_value_in_a_declared_message_field_and_never_states_it(world) -> None:
+def test_a_hand_off_carries_its_value_in_a_declared_message_field_and_never_states_it(world, handoffs) -> None:
     """Generated hand-offs once read "send an SMS …, with the total as the to" (an SMS to 89.0) and
     "…the order with name "Running Shoes" and total 89.0; once it reports the total": the value
     the helper brings back goes only into a free-text parameter declared long enough for a message
@@ -236,7 +242,7 @@ def test_a_hand_off_carries_its_value_in_a_declared_message_field_and_never_stat
     from pocketpilot.tasks.template import free_text_params
 
     templates = {t.id: t for t in load_templates().templates}
-    gen = generate(world, count=30, seed=5, only=["handoff-read", "handoff-id"])
+    gen = handoffs
     specs = {s.name: s for s in world.tools()}
     assert len(gen.tasks) >= 20
     for task in gen.tasks:
@@ -249,11 +255,95 @@ def test_a_hand_off_carries_its_value_in_a_declared_message_field_and_never_stat
             assert not re.search(rf"(?<![\w.]){re.escape(carried)}(?![\w]|\.\d)", task["goal"]), task["goal"]
             steps = task["oracle"]
         else:
-            carried = f"id {helpers[-1]['artifacts']['id']}"
+            carried = helpers[-1]["artifacts"]["id"]
             steps = helpers[-1]["steps"]
         call = [s for s in steps if "call" in s][-1]
         into = [k for k, v in call.get("args", {}).items() if str(v) == carried]
         assert into and set(into) <= set(free_text_params(specs[call["call"]], room=room)), (task["id"], call)
+
+
+def _write_criterion(task: dict, value: str) -> tuple[dict, str]:
+    """The hand-off's write: the state criterion of the new record holding ``value`` in a text
+    field the oracle's last call wrote, and that field."""
+    calls = [s for s in task["oracle"] if "call" in s] or [
+        s for d in task["oracle"] if "delegate" in d for s in d["delegate"]["steps"] if "call" in s]
+    field = next(k for k, v in calls[-1]["args"].items() if str(v) == value)
+    crit = next(c for c in task["criteria"] if c["kind"] == "state" and isinstance(c.get("contains"), dict)
+                and c.get("created") and c["contains"].get(field) == value)
+    return crit, field
+
+
+def _judge_written(task: dict, crit: dict, field: str, text: str) -> bool:
+    """The criterion on the oracle's record with ``text`` written into ``field`` instead."""
+    from pocketpilot.executor.sandbox import resolve_path
+    from pocketpilot.tasks import check_criterion
+    from pocketpilot.tasks.audit import _empty_episode
+    from pocketpilot.tasks.spec import TaskSpec
+
+    spec = TaskSpec.model_validate(task)
+    criterion = next(c for c in spec.criteria if c.kind == "state" and c.contains == crit["contains"])
+    record = {**crit["contains"], field: text}
+    head, _, last = crit["path"].rpartition(".")
+    initial: dict = {}
+    final: dict = {}
+    for state, rows in ((initial, []), (final, [record])):
+        node = state
+        for part in head.split(".") if head else []:
+            node = node.setdefault(part, {})
+        node[last] = rows
+    assert resolve_path(final, crit["path"]) == [record]
+    return check_criterion(criterion, initial, final, _empty_episode(spec)).passed
+
+
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
+def test_a_hand_off_id_is_judged_by_its_presence_in_any_wording(handoffs) -> None:
+    """The write of a hand-off-id task once had to hold the literal "id <record id>" though the
+    request only says "with that id in it": "Note id: file-12" failed. The id in any words passes;
+    text without it fails."""
+    tasks = [t for t in handoffs.tasks if "-handoff-id-" in t["id"]]
+    assert len(tasks) >= 8
+    for task in tasks:
+        record_id = [s["delegate"] for s in task["oracle"] if "delegate" in s][-1]["artifacts"]["id"]
+        crit, field = _write_criterion(task, record_id)
+        for said in (f"Note id: {record_id}", f"The new one is {record_id}.", record_id, record_id.upper()):
+            assert _judge_written(task, crit, field, said), (task["id"], said)
+        for said in ("id", "Here is the id.", "Saved it."):
+            assert not _judge_written(task, crit, field, said), (task["id"], said)
+
+
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
+def test_a_number_a_helper_found_passes_in_its_declared_forms(handoffs) -> None:
+    """A hand-off-read task once asked the text to hold the tool's own "8600.0", so a person's
+    "8600" failed: a number carried into text is judged by the world's number forms."""
+    from pocketpilot.tasks.phrasing import said_value
+
+    floats = 0
+    tasks = [t for t in handoffs.tasks if "-handoff-read-" in t["id"]]
+    assert len(tasks) >= 10
+    for task in tasks:
+        helper = next(s["delegate"] for s in task["oracle"] if "delegate" in s)
+        found = helper["steps"][-1]["finish"].split(": ", 1)[1]
+        crit, field = _write_criterion(task, found)
+        assert crit["forms"][field]["kind"] in ("number", "quantity"), task["id"]
+        value = float(found)
+        floats += "." in found
+        assert _judge_written(task, crit, field, said_value(value)), (task["id"], said_value(value))
+        assert _judge_written(task, crit, field, f"It came to {found}."), task["id"]
+        assert not _judge_written(task, crit, field, said_value(value + 7)), task["id"]
+    assert floats >= 2  # "8600" for 8600.0 is the case that failed
+
+
+@pytest.mark.slow  # generates from a catalogue of its own: about 15 s
+def test_a_hand_off_names_the_field_as_a_person_would(handoffs) -> None:
+    """Goals once read "once it reports the available, ... with the available as the body": a
+    field whose key is not a noun is said in the world's words for it (``fields``)."""
+    read = [t for t in handoffs.tasks if "-handoff-read-" in t["id"]]
+    keys = {next(s["delegate"] for s in t["oracle"] if "delegate" in s)["steps"][-1]["finish"].split(":")[0]: t
+            for t in read}
+    assert "available" in keys  # the sample draws the field that read badly
+    for task in read:
+        assert "the available" not in task["goal"], task["goal"]
+    assert "the amount available" in keys["available"]["goal"]
 
 
 def test_text_room_needs_a_declared_bound() -> None:
