@@ -25,6 +25,10 @@ to ``--out`` at once: the same command with ``--resume`` goes on where a killed 
 ``--decode-memo PATH`` serves a step whose prompt a variant did not change (a parent's first
 step) from the memo (:mod:`pocketpilot.harness.planners.decode_memo`); use it for the counts,
 never for wall time.
+
+``--policy NAME`` (repeatable) adds a registered policy that is not in the default set to η's
+policy set for every variant (``repeat_delegation``: a repeat of a confirmed delegation is held);
+the report's meta records it, and a resume under other policies is refused.
 """
 
 from __future__ import annotations
@@ -78,6 +82,25 @@ def variant_kit(base: HarnessKit, name: str) -> HarnessKit:
     if base.eta is None:
         raise UsageError("the variants are η settings: the kit needs an η")
     return HarnessKit(base.library, eta=base.eta.model_copy(update={"delegation": settings_of(name)}))
+
+
+def with_policies(base: HarnessKit, names: Sequence[str]) -> HarnessKit:
+    """The kit whose η also runs the registered policies ``names``.
+
+    Raises:
+        UsageError: no η, or a name that is no registered policy.
+    """
+    from pocketpilot.adapters.eta import PolicyEntry
+    from pocketpilot.policy_registry import registered
+
+    if base.eta is None:
+        raise UsageError("--policy is an η setting: the kit needs an η")
+    unknown = [n for n in names if n not in registered()]
+    if unknown:
+        raise UsageError(f"unknown policy {', '.join(unknown)}; known: {', '.join(registered())}")
+    have = {p.name for p in base.eta.policies}
+    added = [PolicyEntry(name=n) for n in dict.fromkeys(names) if n not in have]
+    return HarnessKit(base.library, eta=base.eta.model_copy(update={"policies": [*base.eta.policies, *added]}))
 
 
 def _variant(name: str) -> str:
@@ -154,6 +177,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-tokens", type=int, default=256, help="most tokens one action may take")
     ap.add_argument("--decode-memo", type=Path, default=None, metavar="PATH",
                     help="serve decodes an earlier run made from this JSONL memo (counts only, not wall time)")
+    ap.add_argument("--policy", action="append", default=[], metavar="NAME",
+                    help="add this registered policy to η's policy set for every variant (repeatable)")
     ap.add_argument("--no-embedder", dest="embedder", action="store_false",
                     help="keyword-only memory retrieval (bench's default is the MiniLM embedder)")
     return ap
@@ -183,8 +208,8 @@ def _load(out: Path | None, resume: bool, meta: dict[str, Any]) -> dict[str, dic
     if out is None or not out.exists():
         raise UsageError("--resume needs the --out report of the earlier run")
     old = json.loads(out.read_text(encoding="utf-8"))
-    for key in ("model", "split", "tasks"):
-        if old.get("meta", {}).get(key) != meta[key]:
+    for key in ("model", "split", "tasks", "policies"):
+        if old.get("meta", {}).get(key) != meta.get(key):
             raise UsageError(f"--out holds a report of another {key}: {old.get('meta', {}).get(key)!r}")
     return {v: {r["task"]: r for r in data.get("rows", [])} for v, data in old.get("variants", {}).items()}
 
@@ -243,6 +268,9 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
         kit = kit if kit is not None else load_harness_kit()
         meta = {"model": args.model if planner_for is None else "injected", "split": args.split,
                 "tasks": [t.id for t in tasks], "decode_memo": str(args.decode_memo) if args.decode_memo else None}
+        if args.policy:
+            kit = with_policies(kit, args.policy)
+            meta["policies"] = list(args.policy)
         done = _load(args.out, args.resume, meta)
         memo = None
         if args.decode_memo is not None:

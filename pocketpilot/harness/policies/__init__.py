@@ -35,6 +35,7 @@ from .gates import Gates, HeldCalls
 from .id_for_name import IdForName
 from .loop_guard import LoopGuard
 from .reads_apart import ReadsApart
+from .repeat_delegation import RepeatDelegation
 from .repeat_failure import RepeatFailure
 from .scope_guard import ScopeGuard
 from .send_back import SendBack
@@ -58,6 +59,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "ReadsApart",
+    "RepeatDelegation",
     "RepeatFailure",
     "Rewrite",
     "RunView",
@@ -80,7 +82,7 @@ __all__ = [
 REGISTRY: dict[str, type[BasePolicy]] = {
     cls.name: policy_registry.register(cls)
     for cls in (IdForName, ReadsApart, Gates, ScopeGuard, UndoGuard, LoopGuard, RepeatFailure, HeldCalls, SendBack,
-                ExperienceHints, AskedBack, Confirmation)
+                ExperienceHints, AskedBack, RepeatDelegation, Confirmation)
 }
 """Policies by the name η uses. Order matters for ``before_call``: a rewrite comes first (the
 gates judge the call that will run), confirmation last (the user is asked only about calls
