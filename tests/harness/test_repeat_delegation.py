@@ -30,12 +30,13 @@ SAVE = delegate("Save a note titled Parking", ["create_note"])
 CHILD = [call("create_note", title="Parking", body="level 3"), finish("Saved.", "note saved")]
 
 
-async def _run(script: list[dict], *, on: bool = True) -> tuple[Episode, SandboxPhone, ScriptedPlanner]:
+async def _run(script: list[dict], *, on: bool = True, request: str = "note where I parked",
+               ) -> tuple[Episode, SandboxPhone, ScriptedPlanner]:
     phone = SandboxPhone()
     planner = ScriptedPlanner(script)
     policies = [*default_policies(), RepeatDelegation()] if on else default_policies()
     episode = await Session(planner, SandboxExecutor(phone), tools=["create_note", "list_notes"], confirm=AllowAll(),
-                            policies=policies).run("note where I parked")
+                            policies=policies).run(request)
     return episode, phone, planner
 
 
@@ -55,6 +56,17 @@ async def test_a_repeat_of_a_confirmed_delegation_is_held_and_points_to_its_resu
     fed = json.loads(planner.requests[-1].messages[-1].content)
     assert fed["error"]["code"] == ALREADY_DELEGATED
     assert planner.remaining == 0 and episode.stop_reason == "finish"
+
+
+async def test_the_loop_guard_reads_a_held_repeat_as_one_that_worked():
+    """Right after the confirmed one, with nothing the request names left undone, the loop guard
+    asks for a conclusion as it does when the repeat runs: no refusal offered, nothing failed."""
+    for on in (True, False):
+        script = [SAVE, *CHILD, SAVE, *([] if on else CHILD), finish("Saved.")]
+        episode, _, planner = await _run(script, on=on, request="sort out the parking thing")
+        kinds = planner.requests[-1].kinds
+        assert "finish" in kinds and not {"refuse", "delegate", "tool_call"} & set(kinds), (on, kinds)
+        assert any(n.code == "repeated_delegation" for n in episode.steps[1].notices)
 
 
 async def test_without_the_policy_the_repeat_runs_again():

@@ -38,6 +38,7 @@ from ...contracts import Delegate, MemorySearch, Notice, ToolCall, ToolCallActio
 from ..scope import FUNCTION_WORDS, GENERIC_WORDS, Lexicon, content_stems, declared_terms
 from .base import ALLOW, Advice, BasePolicy, CallDecision, Hold, RunView, StepReport
 from .gates import held_result
+from .repeat_delegation import ALREADY_DELEGATED
 from .scope_guard import wishes_about
 
 __all__ = ["LoopGuard"]
@@ -118,9 +119,11 @@ class LoopGuard(BasePolicy):
                 withhold=frozenset({"memory_search"}),
             )
         if isinstance(report.action, Delegate) and previous == report.action:
+            # a repeat the repeat_delegation policy held: the earlier one worked, as a repeat that ran would have
+            worked = [r.ok or (r.error is not None and r.error.code == ALREADY_DELEGATED) for r in report.results]
             return self._stuck(run, report,
                                "You just delegated exactly this before and got its result: repeating it changes nothing.",
-                               "repeated_delegation", succeeded=bool(report.results) and all(r.ok for r in report.results))
+                               "repeated_delegation", succeeded=bool(worked) and all(worked))
         return None
 
     # ------------------------------------------------------------------ parts
