@@ -379,7 +379,8 @@ class DelegateCriterion(_Criterion):
     """A ``delegate`` action whose sub-agent's hand-off was confirmed, with matching instruction/artifacts.
 
     Confirmed as the harness judges it (:func:`pocketpilot.handoff.review_handoff`): the child
-    finished and none of its state-changing calls was denied or failed.
+    finished, some call of a tool it was given succeeded (a delegation that did nothing meets
+    no criterion, whoever did the work), and none of its state-changing calls was denied or failed.
 
     ``artifacts`` match as a subset (values by case-insensitive containment); ``artifact_values``
     must each appear in some artifact whatever its key, so a task can require that an id
