@@ -8,7 +8,7 @@ Variants:
 
 - ``off``: no section (the harness as it runs today; η hashes as before);
 - ``on``: every switch on (``DelegationSettings.all_on()``);
-- ``no-<switch>``: every switch on but that one (``app_tools``, ``show_request``, ``guidance``,
+- ``no-<switch>``: every switch on but that one (``app_tools``, ``app_lookups``, ``show_request``, ``guidance``,
   ``grounded_artifacts``, ``carry_ids``); ``no-<switch>+<switch>`` turns off several;
 - ``only-<switch>``: that switch alone; ``only-<switch>+<switch>`` several.
 

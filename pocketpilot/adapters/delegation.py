@@ -10,6 +10,9 @@ derive or check a slot from declarations instead (the brief is built by
 
 - ``app_tools``: the child gets the listed tools plus every tool of the same apps (η's declared
   ``ToolEntry.app``), among the tools the parent session holds;
+- ``app_lookups``: the child gets the listed tools plus only the *read-only* tools of the same
+  apps: the lookups that find a record's id, without the app's other changes, which a small
+  child given them used beyond its part (``app_tools`` wins when both are on);
 - ``show_request``: the child's first message shows the user's request verbatim, marked as
   context, then the parent's instruction as its part;
 - ``guidance``: the child gets the adapter's guidance filtered to its own tools, as the parent
@@ -41,7 +44,7 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["SWITCHES", "DelegationPlan", "DelegationSettings"]
 
-SWITCHES = ("app_tools", "show_request", "guidance", "grounded_artifacts", "carry_ids", "hand_back_reads")
+SWITCHES = ("app_tools", "app_lookups", "show_request", "guidance", "grounded_artifacts", "carry_ids", "hand_back_reads")
 """The section's switches, in the order the module docstring explains them."""
 
 
@@ -51,6 +54,7 @@ class DelegationSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     app_tools: bool = False
+    app_lookups: bool = False
     show_request: bool = False
     guidance: bool = False
     grounded_artifacts: bool = False
@@ -75,6 +79,7 @@ class DelegationPlan:
     """
 
     app_tools: bool = False
+    app_lookups: bool = False
     show_request: bool = False
     guidance: bool = False
     grounded_artifacts: bool = False

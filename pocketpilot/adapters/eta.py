@@ -212,8 +212,10 @@ class Eta(_Model):
             del data["tool_retrieval"]
         if data.get("delegation", "") is None:  # no delegation section: hashed and stored as before it existed
             del data["delegation"]
-        elif data.get("delegation", {}).get("hand_back_reads") is False:  # added off: hashed as before the key
-            del data["delegation"]["hand_back_reads"]
+        else:  # a switch added off: off, hashed and stored as before the key existed
+            for key in ("hand_back_reads", "app_lookups"):
+                if data["delegation"].get(key) is False:
+                    del data["delegation"][key]
         if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
             del data["memory"]
         else:  # a switch added off by default: off, hashed and stored as before the key existed

@@ -51,6 +51,10 @@ class Handoff(Protocol):
         """The child gets every held tool of the listed tools' apps."""
 
     @property
+    def app_lookups(self) -> bool:
+        """The child gets the read-only held tools of the listed tools' apps (not their other changes)."""
+
+    @property
     def show_request(self) -> bool:
         """The child's first message shows the user's request as context."""
 
@@ -129,14 +133,17 @@ def _specs_of(episode: Episode) -> dict[str, ToolSpec]:
     return {t.name: t for t in specs}
 
 
-def _app_closure(listed: list[str], held: Mapping[str, ToolSpec], apps: Mapping[str, str]) -> list[str]:
-    """The listed tools, then the other held tools of their apps, up to :data:`MAX_TOOLS`.
+def _app_closure(listed: list[str], held: Mapping[str, ToolSpec], apps: Mapping[str, str], *,
+                 reads_only: bool = False) -> list[str]:
+    """The listed tools, then the other held tools of their apps (``reads_only``: the read-only
+    ones alone), up to :data:`MAX_TOOLS`.
 
     The read-only ones come first: where the bound cuts the list, it keeps the lookups a child
     needs to find a record's id, and leaves out changes nobody listed.
     """
     wanted = {apps[n] for n in listed if apps.get(n)}
-    extra = sorted((n for n in held if n not in listed and apps.get(n) in wanted), key=lambda n: not held[n].read_only)
+    extra = sorted((n for n in held if n not in listed and apps.get(n) in wanted
+                    and (held[n].read_only or not reads_only)), key=lambda n: not held[n].read_only)
     return [*listed, *extra][: max(MAX_TOOLS, len(listed))]
 
 
@@ -198,8 +205,9 @@ def prepare_brief(action: Delegate, handoff: Handoff, *, user_request: str, step
     """
     tools = list(action.tools)
     given: dict[str, ToolSpec] = dict(shown)
-    if handoff.app_tools and tools and all(n in shown for n in tools):  # an unknown tool fails as before
-        tools = _app_closure(tools, {**held, **shown}, handoff.apps)
+    closes = handoff.app_tools or handoff.app_lookups
+    if closes and tools and all(n in shown for n in tools):  # an unknown tool fails as before
+        tools = _app_closure(tools, {**held, **shown}, handoff.apps, reads_only=not handoff.app_tools)
         given.update({n: held[n] for n in tools if n not in given})
     child = [given[n] for n in (tools or list(shown)) if n in given]
     seen = _seen(steps, {**held, **shown})

@@ -60,7 +60,7 @@ def kit():  # noqa: ANN201
 def test_the_variants_count_passes_and_equipped_children_and_resume(kit, tmp_path):
     out = tmp_path / "handoff.json"
     argv = ["--tasks", str(SUITE), "--split", "dev", "--task-id", TASK, "--out", str(out),
-            "--variants", "off", "on", "no-app_tools", "no-grounded_artifacts", "--trace-dir", str(tmp_path / "t")]
+            "--variants", "off", "on", "no-app_tools+app_lookups", "no-grounded_artifacts", "--trace-dir", str(tmp_path / "t")]
     with bench_script("bench_handoff") as bench:
         assert bench.main(argv, planner_for=lambda task, name: Competent(), kit=kit) == 0
         report = json.loads(out.read_text())
@@ -68,7 +68,7 @@ def test_the_variants_count_passes_and_equipped_children_and_resume(kit, tmp_pat
         assert (v["on"]["passed"], v["on"]["children"], v["on"]["equipped"], v["on"]["confirmed"]) == (1, 1, 1, 1)
         assert v["on"]["dropped"] == 1 and v["on"]["stops"] == {"finish": 1}
         assert (v["off"]["passed"], v["off"]["equipped"], v["off"]["dropped"]) == (0, 0, 0)
-        assert (v["no-app_tools"]["passed"], v["no-app_tools"]["equipped"]) == (0, 0)
+        assert (v["no-app_tools+app_lookups"]["passed"], v["no-app_tools+app_lookups"]["equipped"]) == (0, 0)
         assert v["no-grounded_artifacts"]["dropped"] == 0 and v["no-grounded_artifacts"]["equipped"] == 1
         assert (tmp_path / "t" / "on").is_dir()
 

@@ -111,9 +111,23 @@ def test_the_brief_equips_a_child_the_recorded_delegate_left_without_its_lookup(
 
 @pytest.mark.parametrize("switch", ["show_request", "app_tools", "guidance", "grounded_artifacts"])
 def test_each_switch_off_fails_its_check(eta, library, switch):
-    settings = DelegationSettings.all_on().model_copy(update={switch: False})
+    off = {switch: False, **({"app_lookups": False} if switch == "app_tools" else {})}  # lookups alone close too
+    settings = DelegationSettings.all_on().model_copy(update=off)
     episode, planner = run(eta, library, [RECORDED, *CHILD, finish("0.19 km"), finish(), finish()], settings)
     assert checks(episode, planner)[switch] is False
+
+
+def test_app_lookups_adds_the_apps_read_only_tools_and_none_of_its_other_changes(eta, library):
+    settings = DelegationSettings(app_lookups=True)
+    episode, planner = run(eta, library, [RECORDED, *CHILD, finish("0.19 km")], settings)
+    given = {t.name for t in child_requests(planner)[0].tools}
+    specs = {t.name: t for t in SandboxExecutor(SandboxPhone()).tools()}
+    added = given - set(RECORDED["tools"])
+    assert "search_places" in added and all(specs[n].read_only for n in added)
+    # the app's other changes stay out: only what the planner listed changes state
+    writes = {n for n in eta.app_tools("maps") if not specs[n].read_only} - set(RECORDED["tools"])
+    assert writes and not writes & given
+    assert episode.steps[0].results[0].data["confirmed"] is True
 
 
 def test_without_the_section_the_child_gets_the_delegate_as_written(eta, library):
@@ -181,3 +195,10 @@ def test_the_app_closure_keeps_the_lookups_where_the_bound_cuts_it():
     got = _app_closure(["change_0"], held, apps)
     assert len(got) == MAX_TOOLS and got[:2] == ["change_0", "lookup"]
     assert _app_closure(["change_0"], held, {}) == ["change_0"]  # no declared app: nothing added
+
+
+def test_app_lookups_off_hashes_as_before_the_switch_existed():
+    before = Eta(delegation=DelegationSettings(app_tools=True))
+    assert "app_lookups" not in before.content()["delegation"]
+    on = Eta(delegation=DelegationSettings(app_tools=True, app_lookups=True))
+    assert on.content()["delegation"]["app_lookups"] is True and on.version != before.version
