@@ -39,8 +39,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict
+
+from ._content import OmitAtDefault
 
 __all__ = ["SWITCHES", "DelegationPlan", "DelegationSettings"]
 
@@ -54,12 +57,12 @@ class DelegationSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     app_tools: bool = False
-    app_lookups: bool = False
+    app_lookups: Annotated[bool, OmitAtDefault()] = False
     show_request: bool = False
     guidance: bool = False
     grounded_artifacts: bool = False
     carry_ids: bool = False
-    hand_back_reads: bool = False
+    hand_back_reads: Annotated[bool, OmitAtDefault()] = False
 
     @classmethod
     def all_on(cls) -> DelegationSettings:

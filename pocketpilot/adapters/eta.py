@@ -18,11 +18,12 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ..policy_registry import PolicyError, build, default_entries, registered
+from ._content import OmitAtDefault, omit_defaults
 from .defaults import DEFAULT_OFFERS, DEFAULT_STOP_WORDS
 from .delegation import DelegationSettings
 from .errors import EtaError, EtaIntegrityError
@@ -58,10 +59,10 @@ class ToolEntry(_Model):
     """The tool's declared semantics (``ToolSpec.semantics()``): a change to them is a change of η."""
     app: str | None = None
     """The app the tool belongs to, when known (a GUI sub-agent is confined to one app's tools)."""
-    world: str | None = None
+    world: Annotated[str | None, OmitAtDefault()] = None
     """The world the tool declares (``ToolSpec.world``): the tool η's skills and notes mean by its name."""
     skills: list[str] = Field(default_factory=list)
-    revised_description: str | None = Field(default=None, min_length=1, max_length=1000)
+    revised_description: Annotated[str | None, OmitAtDefault()] = Field(default=None, min_length=1, max_length=1000)
     """A reviewed rewrite of the description (allowed values, an example call) shown in place of
     the tool's own; the app's code is untouched. None: the tool's own description."""
 
@@ -71,7 +72,7 @@ class SkillEntry(_Model):
 
     version: str
     description: str
-    world: str | None = None
+    world: Annotated[str | None, OmitAtDefault()] = None
     """The world whose tools the skill names (``SkillMeta.world``)."""
     requires: list[str] = Field(default_factory=list)
     exposes: list[str] = Field(default_factory=list)
@@ -107,7 +108,7 @@ class RoutingNote(_Model):
     requires_resources: list[str] = Field(default_factory=list)
     when_request: str | None = Field(default=None, min_length=1, max_length=200)
     covered_by: list[str] = Field(default_factory=list)
-    world: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+    world: Annotated[str | None, OmitAtDefault()] = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
     @field_validator("when_request")
     @classmethod
@@ -156,17 +157,17 @@ class Eta(_Model):
     notes: list[RoutingNote] = Field(default_factory=list)
     policies: list[PolicyEntry] = Field(default_factory=default_policy_entries)
     """The harness policies, in order: a reviewed revision may change one or its parameters."""
-    memory: MemorySettings | None = None
+    memory: Annotated[MemorySettings | None, OmitAtDefault()] = None
     """Recall, memory placement and answer-path switches (:mod:`.placement`); None: the harness's defaults."""
-    tool_retrieval: ToolRetrievalSettings | None = None
+    tool_retrieval: Annotated[ToolRetrievalSettings | None, OmitAtDefault()] = None
     """Tool exposure by retrieval (:mod:`.tool_retrieval`: at most ``k`` tools per step); None: off, every tool shown."""
-    delegation: DelegationSettings | None = None
+    delegation: Annotated[DelegationSettings | None, OmitAtDefault()] = None
     """How the harness briefs a sub-agent (:mod:`.delegation`); None: as before, every switch off."""
     offers: dict[str, str] = Field(default_factory=_default_offers)
     """Action kinds offered only when the request matches a pattern (``memory_write``, ``delegate``)."""
     stop_words: list[str] = Field(default_factory=_default_stop_words)
     """Words skill routing ignores (the request's language is data, not code)."""
-    experience: list[ExperienceEntry] = Field(default_factory=list)
+    experience: Annotated[list[ExperienceEntry], OmitAtDefault()] = Field(default_factory=list)
     """Workflows distilled from verified runs, shown as worked examples (:mod:`.experience`)."""
     experience_config: ExperienceConfig = Field(default_factory=ExperienceConfig)
     """The switch and budget of the worked examples."""
@@ -204,36 +205,17 @@ class Eta(_Model):
     def content(self) -> dict[str, Any]:
         """The JSON content the version hashes.
 
-        An undeclared ``world`` (None) is left out of tool, skill and note entries: η content
-        that names no world hashes, and is stored, exactly as before worlds were declared.
+        A key added to η's models after η files were written is declared ``OmitAtDefault`` on
+        its own field (:mod:`._content`): it is left out while it holds its default (a section
+        never written, a switch added off, an undeclared ``world``, a description never
+        revised), so η content that does not use it hashes, and is stored, exactly as before
+        the key existed.
         """
-        data = self.model_dump(mode="json")
-        if data.get("tool_retrieval", "") is None:  # off: hashed and stored as before the key existed
-            del data["tool_retrieval"]
-        if data.get("delegation", "") is None:  # no delegation section: hashed and stored as before it existed
-            del data["delegation"]
-        else:  # a switch added off: off, hashed and stored as before the key existed
-            for key in ("hand_back_reads", "app_lookups"):
-                if data["delegation"].get(key) is False:
-                    del data["delegation"][key]
-        if data.get("memory", "") is None:  # no memory section: hashed and stored as before it existed
-            del data["memory"]
-        else:  # a switch added off by default: off, hashed and stored as before the key existed
-            for key in ("newest_last", "whole_closes_search", "as_messages", "drop_recall_note"):
-                if data.get("memory", {}).get(key) is False:
-                    del data["memory"][key]
-        entries = [*data["tools"].values(), *data["skills"].values(), *data["notes"]]
-        for entry in entries:
-            if entry.get("world", "") is None:
-                del entry["world"]
-        for entry in data["tools"].values():  # likewise a description never revised
-            if entry.get("revised_description", "") is None:
-                del entry["revised_description"]
-        # an η without experience hashes and is stored as before the library existed
-        if not data["experience"]:
-            del data["experience"]
-            if data["experience_config"] == ExperienceConfig().model_dump(mode="json"):
-                del data["experience_config"]
+        data = omit_defaults(self, self.model_dump(mode="json"))
+        # the experience library's settings came with it: an η without experience and with
+        # default settings hashes and is stored as before the library existed
+        if "experience" not in data and self.experience_config == ExperienceConfig():
+            del data["experience_config"]
         return data
 
     @property

@@ -46,7 +46,11 @@ The adapters never import the harness: the kit maps the section onto the session
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from ._content import OmitAtDefault
 
 __all__ = ["MemorySettings"]
 
@@ -63,10 +67,10 @@ class MemorySettings(BaseModel):
     standing_wishes: bool = True
     answers: bool = True
     keep_search: bool = True
-    newest_last: bool = False
-    whole_closes_search: bool = False
-    as_messages: bool = False
-    drop_recall_note: bool = False
+    newest_last: Annotated[bool, OmitAtDefault()] = False
+    whole_closes_search: Annotated[bool, OmitAtDefault()] = False
+    as_messages: Annotated[bool, OmitAtDefault()] = False
+    drop_recall_note: Annotated[bool, OmitAtDefault()] = False
 
     @classmethod
     def defaults(cls) -> MemorySettings:
