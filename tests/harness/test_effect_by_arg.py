@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from scripted_actions import call
+
 from pocketpilot.contracts import (
     Episode,
     EpisodeHeader,
@@ -29,10 +31,6 @@ from pocketpilot.tasks.spec import LastCallCriterion
 from pocketpilot.tasks.verify import check_criterion
 
 FINISH = {"kind": "finish", "summary": "done"}
-
-
-def call(name: str, **arguments: object) -> dict[str, Any]:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 class Accessibility:

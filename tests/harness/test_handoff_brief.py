@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from scripted_actions import call, delegate, finish
 
 from pocketpilot.adapters import compile_eta, sandbox_tool_apps, session_kwargs
 from pocketpilot.adapters.delegation import DelegationSettings
@@ -25,18 +26,6 @@ from pocketpilot.skills import SkillLibrary
 
 REQUEST = "Have a helper find out how far Corner Bean Cafe is from here, then tell me."
 PLACE = "place-1"  # the sandbox phone's Corner Bean Cafe
-
-
-def call(name: str, **arguments: object) -> dict[str, Any]:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def delegate(instruction: str, tools: list[str], artifacts: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"kind": "delegate", "instruction": instruction, "tools": tools, "artifacts": artifacts or {}}
-
-
-def finish(text: str = "done") -> dict[str, Any]:
-    return {"kind": "finish", "summary": text}
 
 
 @pytest.fixture(scope="module")

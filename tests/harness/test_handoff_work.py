@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import TypeAdapter
+from scripted_actions import call, delegate, finish
 
 from pocketpilot.contracts import Episode, EpisodeHeader, Finish, PlannerInfo, Step, ToolSpec
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone, default_state
@@ -20,18 +21,6 @@ from pocketpilot.tasks import check_criterion
 from pocketpilot.tasks.spec import Criterion
 
 DELEGATED: Any = TypeAdapter(Criterion).validate_python({"kind": "delegated"})
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def delegate(instruction: str, tools: list[str]) -> dict:
-    return {"kind": "delegate", "instruction": instruction, "tools": tools}
-
-
-def finish(text: str = "done") -> dict:
-    return {"kind": "finish", "summary": text}
 
 
 def delegated_passes(episode: Episode) -> bool:

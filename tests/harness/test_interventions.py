@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from scripted_actions import call
+
 from pocketpilot.contracts import Step
 from pocketpilot.executor import ToolRegistry
 from pocketpilot.harness import AllowAll, DenyAll, Session
@@ -16,10 +18,6 @@ from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tracing.trace import read_trace
 
 FINISH = {"kind": "finish", "summary": "done"}
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 async def _run(registry: ToolRegistry, script: list, request: str, **kw: object):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from scripted_actions import call
 
 pytest.importorskip("opentelemetry.sdk.trace")
 
@@ -30,10 +31,6 @@ class CountingPlanner(ScriptedPlanner):
         prompt = sum(self.count_tokens(m.content) for m in request.messages)
         turn = out.turn.model_copy(update={"prompt_tokens": prompt, "prompt_tokens_evaluated": prompt // 2})
         return PlannerOutput(action=out.action, turn=turn)
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from scripted_actions import call
 
 from pocketpilot.adapters import compile_eta
 from pocketpilot.adapters.diff import diff_eta, render_diff
@@ -35,10 +36,6 @@ FINISH = {"kind": "finish", "summary": "done"}
 def everyday(phone: SandboxPhone | None = None) -> SandboxExecutor:
     """The sandbox's everyday apps (all of its apps' tools exceed one prompt's tool budget)."""
     return SandboxExecutor(phone or SandboxPhone(), list(EVERYDAY_APPS))
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 def test_every_registered_policy_is_a_policy_and_forks_fresh_with_its_params():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted_actions import call, delegate, finish
 
 from pocketpilot.contracts import Episode
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
@@ -12,19 +13,6 @@ from pocketpilot.harness import AllowAll, Session, default_policies
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.policies import RepeatDelegation, from_entries
 from pocketpilot.harness.policies.repeat_delegation import ALREADY_DELEGATED
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def delegate(instruction: str, tools: list[str], artifacts: dict[str, str] | None = None) -> dict:
-    return {"kind": "delegate", "instruction": instruction, "tools": tools, "artifacts": artifacts or {}}
-
-
-def finish(text: str = "done", answer: str | None = None) -> dict:
-    return {"kind": "finish", "summary": text, **({"answer": answer} if answer else {})}
-
 
 SAVE = delegate("Save a note titled Parking", ["create_note"])
 CHILD = [call("create_note", title="Parking", body="level 3"), finish("Saved.", "note saved")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scripted_actions import call
+
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, CallbackConfirmation, HarnessConfig, Session, safety_policies
 from pocketpilot.harness.planners import ScriptedPlanner
@@ -11,10 +13,6 @@ FINISH = {"kind": "finish", "summary": "done"}
 SETTINGS = ["set_wifi", "set_bluetooth", "set_do_not_disturb", "set_brightness", "set_ring_mode",
             "connect_earbuds", "set_noise_control", "get_earbuds_status", "set_alarm_enabled", "list_alarms"]
 GUARD = HarnessConfig()
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 def _specs():

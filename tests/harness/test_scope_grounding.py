@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scripted_actions import call
+
 from pocketpilot.contracts import ToolCall, ToolSpec
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.executor.tools import tool
@@ -23,10 +25,6 @@ from pocketpilot.tasks.world import ModelWorld
 
 FINISH = {"kind": "finish", "summary": "done"}
 REQUEST = "Mobile data is on but nothing loads. Switch mobile data off and back on."
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 TOGGLE = [call("set_mobile_data", enabled=False), call("set_mobile_data", enabled=True)]

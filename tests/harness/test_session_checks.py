@@ -9,6 +9,7 @@ grammar), and each test names the mutation it exists to catch.
 from __future__ import annotations
 
 import pytest
+from scripted_actions import call
 
 from pocketpilot.contracts import ToolCall, ToolCallAction, ToolResult, ToolSpec
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
@@ -16,11 +17,6 @@ from pocketpilot.harness import AllowAll, HarnessConfig, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.harness.scope import out_of_scope
 from pocketpilot.skills.gates import DependsOnResultGate
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
 
 FINISH = {"kind": "finish", "summary": "done"}
 

@@ -5,17 +5,13 @@ import json
 import time
 
 import pytest
+from scripted_actions import call
 
 from pocketpilot.contracts import CriterionResult, Verdict
 from pocketpilot.errors import UsageError
 from pocketpilot.harness import AllowAll, CallbackConfirmation, HarnessConfig, Session, safety_policies
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.tracing.trace import read_trace
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
 
 FINISH = {"kind": "finish", "summary": "done"}
 

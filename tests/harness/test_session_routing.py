@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted_actions import batch, call
 
 from pocketpilot.errors import UsageError
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
@@ -16,14 +17,6 @@ from pocketpilot.skills import DependsOnResultGate, SkillLibrary
 
 FINISH = {"kind": "finish", "summary": "done"}
 CAST = ["get_cast_status", "start_cast", "stop_cast"]
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def batch(*calls: tuple[str, dict]) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": n, "arguments": a} for n, a in calls]}
 
 
 NO_SEQUENCING = [HeldCalls(sequence=False) if p.name == "held_calls" else p for p in default_policies()]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scripted_actions import batch, call
+
 from pocketpilot.contracts import Step, ToolCall, ToolCallAction, ToolResult
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, Session
@@ -141,14 +143,6 @@ def test_sub_agent_calls_count_as_evidence():
 def _session(planner, phone, names, *, library=None, gates=()):
     executor = SandboxExecutor(phone)  # the phone has every tool; the session exposes ``names``
     return Session(planner, executor, tools=names, confirm=AllowAll(), skills=library, gates=gates)
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def batch(*calls: tuple[str, dict]) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": n, "arguments": a} for n, a in calls]}
 
 
 FINISH = {"kind": "finish", "summary": "done"}

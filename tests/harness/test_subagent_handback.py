@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scripted_actions import call, delegate, finish
+
 from pocketpilot.adapters.delegation import DelegationPlan, DelegationSettings
 from pocketpilot.adapters.eta import Eta
 from pocketpilot.contracts import ToolCall, ToolResult, ToolSpec
@@ -41,21 +43,9 @@ class Records:
         return ToolResult.success({"id": call.arguments["record_id"], "marked": True, "secret": "s3"})
 
 
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def delegate(tools: list[str]) -> dict:
-    return {"kind": "delegate", "instruction": "Find the distance of rec-7", "tools": tools}
-
-
-def finish(summary: str, answer: str | None = None) -> dict:
-    return {"kind": "finish", "summary": summary, **({"answer": answer} if answer else {})}
-
-
 async def _delegate_result(child: list[dict], *, reads: bool, tools: list[str] | None = None) -> dict[str, Any]:
     """The delegate result as the parent's planner read it."""
-    planner = ScriptedPlanner([delegate(tools or ["fetch"]), *child, finish("parent stops")])
+    planner = ScriptedPlanner([delegate("Find the distance of rec-7", tools or ["fetch"]), *child, finish("parent stops")])
     handoff = DelegationPlan(hand_back_reads=True) if reads else None
     await Session(planner, Records(), confirm=AllowAll(), handoff=handoff).run("how far is rec-7?")
     parent = [r for r in planner.requests if "delegate" in r.kinds]

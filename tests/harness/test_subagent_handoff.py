@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from pydantic import TypeAdapter
+from scripted_actions import call, delegate, finish
 
 from pocketpilot.contracts import CriterionResult, Episode, ToolCall, ToolResult, ToolSpec, Verdict
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone, default_state
@@ -16,18 +17,6 @@ from pocketpilot.tasks import check_criterion
 from pocketpilot.tasks.spec import Criterion
 
 DELEGATED: Any = TypeAdapter(Criterion).validate_python({"kind": "delegated"})
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def delegate(instruction: str, tools: list[str]) -> dict:
-    return {"kind": "delegate", "instruction": instruction, "tools": tools}
-
-
-def finish(text: str = "done") -> dict:
-    return {"kind": "finish", "summary": text}
 
 
 def parent_feedback(planner: ScriptedPlanner, step: int) -> dict:

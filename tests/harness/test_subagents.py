@@ -4,24 +4,13 @@ from __future__ import annotations
 
 import json
 
+from scripted_actions import call, delegate, finish
+
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
 from pocketpilot.harness import AllowAll, Session
 from pocketpilot.harness.planners import ScriptedPlanner
 from pocketpilot.skills import SkillLibrary
 from pocketpilot.tracing.trace import read_trace
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
-
-
-def delegate(instruction: str, tools: list[str], artifacts: dict | None = None) -> dict:
-    return {"kind": "delegate", "instruction": instruction, "tools": tools, "artifacts": artifacts or {}}
-
-
-def finish(text: str = "done") -> dict:
-    return {"kind": "finish", "summary": text}
-
 
 NOTES = ["create_note", "list_notes", "search_notes", "read_note"]
 
