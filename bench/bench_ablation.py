@@ -56,6 +56,9 @@ from pocketpilot.evaluation.ablation import (  # noqa: E402
 from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit  # noqa: E402
 from pocketpilot.harness import Planner  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _planner import llama_planner, task_window  # noqa: E402
+
 
 def _say(line: str) -> None:
     sys.stdout.write(line + "\n")
@@ -96,16 +99,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _llama(args: argparse.Namespace, tasks: Sequence[Any]) -> Planner:
     """The in-process planner, built as ``pocketpilot bench`` builds it from the same flags."""
-    from pocketpilot.contracts import SamplerSettings
-    from pocketpilot.harness.planners import LlamaCppPlanner
-    from pocketpilot.models.store import ModelStore
-
-    path, entry = ModelStore().resolve(args.model)
-    windows = [t.n_ctx for t in tasks if t.n_ctx is not None]
-    return LlamaCppPlanner(path, sampler=SamplerSettings(temperature=0.0, max_tokens=args.max_tokens),
-                           n_threads=args.threads, n_ctx=args.n_ctx or (max(windows) if windows else 8192),
-                           reproducible=args.reproducible, sha256=entry.sha256 if entry else None,
-                           quant_type=entry.quant_type if entry else None)
+    return llama_planner(args.model, max_tokens=args.max_tokens, n_ctx=task_window(args.n_ctx, tasks),
+                         threads=args.threads, reproducible=args.reproducible)
 
 
 def _planner_differs(report_planner: dict[str, Any], baseline: dict[str, Any] | None) -> list[str]:

@@ -47,6 +47,9 @@ from pocketpilot.suites.bfcl_run import (  # noqa: E402
     run_bfcl_task,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _planner import llama_planner  # noqa: E402
+
 SCHEMA = "pocketpilot.bench.bfcl/1"
 PlannerFor = Callable[[BfclTask, str], Planner]
 
@@ -261,22 +264,6 @@ async def validate(
     return result
 
 
-def _llama_planner(model: str, threads: int | None, n_ctx: int, max_tokens: int) -> Planner:
-    from pocketpilot.contracts import SamplerSettings
-    from pocketpilot.harness.planners import LlamaCppPlanner
-    from pocketpilot.models.store import ModelStore
-
-    path, entry = ModelStore().resolve(model)
-    return LlamaCppPlanner(
-        path,
-        sampler=SamplerSettings(max_tokens=max_tokens),
-        n_ctx=n_ctx,
-        n_threads=threads,
-        sha256=entry.sha256 if entry else None,
-        quant_type=entry.quant_type if entry else None,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Validate the adapter, or compare bare and harness runs of a planner, as the flags ask.
 
@@ -321,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # beside the traces when there are any: one folder then holds everything a resume needs
     out = args.out or (args.trace_dir / "bfcl_compare.json" if args.trace_dir else Path("bfcl_compare.json"))
     try:
-        planner = _llama_planner(args.model, args.threads, args.n_ctx, args.max_tokens)
+        planner = llama_planner(args.model, max_tokens=args.max_tokens, n_ctx=args.n_ctx, threads=args.threads)
     except PocketPilotError as exc:
         print(f"planner: {exc}", file=sys.stderr)
         return 2

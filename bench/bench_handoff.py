@@ -53,6 +53,9 @@ from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, ru
 from pocketpilot.harness import Planner  # noqa: E402
 from pocketpilot.tasks import TaskSpec  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _planner import llama_planner, task_window  # noqa: E402
+
 VARIANTS = ("off", "on", *(f"no-{s}" for s in SWITCHES), *(f"only-{s}" for s in SWITCHES))
 PlannerFor = Callable[[TaskSpec, str], Planner]
 """The planner for one (task, variant) run (tests: a scripted planner)."""
@@ -186,15 +189,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _llama(args: argparse.Namespace, tasks: Sequence[TaskSpec]) -> Planner:
     """The in-process planner, built as ``pocketpilot bench`` builds it from the same flags."""
-    from pocketpilot.contracts import SamplerSettings
-    from pocketpilot.harness.planners import LlamaCppPlanner
-    from pocketpilot.models.store import ModelStore
-
-    path, entry = ModelStore().resolve(args.model)
-    windows = [t.n_ctx for t in tasks if t.n_ctx is not None]
-    return LlamaCppPlanner(path, sampler=SamplerSettings(temperature=0.0, max_tokens=args.max_tokens),
-                           n_threads=args.threads, n_ctx=args.n_ctx or (max(windows) if windows else 8192),
-                           sha256=entry.sha256 if entry else None, quant_type=entry.quant_type if entry else None)
+    return llama_planner(args.model, max_tokens=args.max_tokens, n_ctx=task_window(args.n_ctx, tasks),
+                         threads=args.threads)
 
 
 def _load(out: Path | None, resume: bool, meta: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:

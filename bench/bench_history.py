@@ -54,6 +54,7 @@ from pocketpilot.tasks import AnswerCriterion, TaskSpec, load_suite, oracle_acti
 from pocketpilot.tasks.long_history import HISTORY_DIR, mentions  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _planner import llama_planner  # noqa: E402
 from bench_memory_answer import _variant, variant_kit  # noqa: E402
 
 SCHEMA = "pocketpilot.bench.history/1"
@@ -257,16 +258,6 @@ async def run_modes(tasks: Sequence[TaskSpec], planner_for: Callable[[TaskSpec, 
     return report(tasks, done, meta)
 
 
-def _llama_planner(model: str, threads: int | None, n_ctx: int, max_tokens: int) -> Planner:
-    from pocketpilot.contracts import SamplerSettings
-    from pocketpilot.harness.planners import LlamaCppPlanner
-    from pocketpilot.models.store import ModelStore
-
-    path, entry = ModelStore().resolve(model)
-    return LlamaCppPlanner(path, sampler=SamplerSettings(max_tokens=max_tokens), n_ctx=n_ctx, n_threads=threads,
-                           sha256=entry.sha256 if entry else None, quant_type=entry.quant_type if entry else None)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the comparison and print its table; exit 2 on bad arguments."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -315,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      trace_dir=args.trace_dir, meta=meta))
     else:
         try:
-            planner = _llama_planner(args.model, args.threads, args.n_ctx, args.max_tokens)
+            planner = llama_planner(args.model, max_tokens=args.max_tokens, n_ctx=args.n_ctx, threads=args.threads)
         except PocketPilotError as exc:
             print(f"planner: {exc}", file=sys.stderr)
             return 2
