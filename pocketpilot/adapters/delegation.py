@@ -47,12 +47,12 @@ from ._content import OmitAtDefault
 
 __all__ = ["SWITCHES", "DelegationPlan", "DelegationSettings"]
 
-SWITCHES = ("app_tools", "app_lookups", "show_request", "guidance", "grounded_artifacts", "carry_ids", "hand_back_reads")
-"""The section's switches, in the order the module docstring explains them."""
-
-
 class DelegationSettings(BaseModel):
-    """The hand-off switches η runs under (see the module docstring); a key left out is off."""
+    """The hand-off switches η runs under (see the module docstring); a key left out is off.
+
+    Every field is a switch, declared here only: :data:`SWITCHES` and :class:`DelegationPlan`
+    read them from this model, so a new switch is one field (and the harness's use of it).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -70,6 +70,10 @@ class DelegationSettings(BaseModel):
         return cls(**dict.fromkeys(SWITCHES, True))
 
 
+SWITCHES: tuple[str, ...] = tuple(DelegationSettings.model_fields)
+"""The section's switches, in the order the module docstring explains them (the fields' own order)."""
+
+
 def _no_guidance(tools: Sequence[str]) -> list[str]:
     return []
 
@@ -78,16 +82,13 @@ def _no_guidance(tools: Sequence[str]) -> list[str]:
 class DelegationPlan:
     """The section as a session reads it: the switches, each tool's app, the child's guidance.
 
-    Satisfies the harness's ``Handoff`` protocol (:mod:`pocketpilot.harness.brief`).
+    Satisfies the harness's ``Handoff`` protocol (:mod:`pocketpilot.harness.brief`). The
+    switches are held as η's own settings, so a switch is declared once, on
+    :class:`DelegationSettings`.
     """
 
-    app_tools: bool = False
-    app_lookups: bool = False
-    show_request: bool = False
-    guidance: bool = False
-    grounded_artifacts: bool = False
-    carry_ids: bool = False
-    hand_back_reads: bool = False
+    settings: DelegationSettings = field(default_factory=DelegationSettings)
+    """The switches η runs under."""
     apps: Mapping[str, str] = field(default_factory=dict)
     """Each tool's declared app (η's ``ToolEntry.app``); a tool without one is in no app."""
     child_guidance: Callable[[Sequence[str]], list[str]] = _no_guidance
@@ -98,4 +99,4 @@ class DelegationPlan:
     def of(cls, settings: DelegationSettings, apps: Mapping[str, str],
            child_guidance: Callable[[Sequence[str]], list[str]] | None = None) -> DelegationPlan:
         """The plan for ``settings`` over the tools' ``apps``."""
-        return cls(**settings.model_dump(), apps=dict(apps), child_guidance=child_guidance or _no_guidance)
+        return cls(settings=settings, apps=dict(apps), child_guidance=child_guidance or _no_guidance)

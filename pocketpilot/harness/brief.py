@@ -37,14 +37,14 @@ from ..handoff import review_handoff
 from .actions import artifacts as surfaced
 from .policies._text import records
 
-__all__ = ["Brief", "Handoff", "brief_message", "prepare_brief"]
+__all__ = ["Brief", "Handoff", "HandoffSwitches", "brief_message", "prepare_brief"]
 
 MAX_TOOLS = next(m.max_length for m in Delegate.model_fields["tools"].metadata if isinstance(m, MaxLen))
 """Most tools a delegate may list (the contract's bound): the app closure stops there."""
 
 
-class Handoff(Protocol):
-    """How the harness briefs a sub-agent; each switch off leaves its slot as the planner wrote it."""
+class HandoffSwitches(Protocol):
+    """Which slots the harness derives or checks; each switch off leaves its slot as the planner wrote it."""
 
     @property
     def app_tools(self) -> bool:
@@ -60,7 +60,7 @@ class Handoff(Protocol):
 
     @property
     def guidance(self) -> bool:
-        """The child gets guidance over its own tools (:meth:`child_guidance`)."""
+        """The child gets guidance over its own tools (:meth:`Handoff.child_guidance`)."""
 
     @property
     def grounded_artifacts(self) -> bool:
@@ -73,6 +73,14 @@ class Handoff(Protocol):
     @property
     def hand_back_reads(self) -> bool:
         """A confirmed child's result carries the data of its read-only calls (:func:`.actions.child_reads`)."""
+
+
+class Handoff(Protocol):
+    """How the harness briefs a sub-agent: the switches, each tool's app, the child's guidance."""
+
+    @property
+    def settings(self) -> HandoffSwitches:
+        """The switches (η's ``delegation`` section)."""
 
     @property
     def apps(self) -> Mapping[str, str]:
@@ -205,14 +213,15 @@ def prepare_brief(action: Delegate, handoff: Handoff, *, user_request: str, step
     """
     tools = list(action.tools)
     given: dict[str, ToolSpec] = dict(shown)
-    closes = handoff.app_tools or handoff.app_lookups
+    switches = handoff.settings
+    closes = switches.app_tools or switches.app_lookups
     if closes and tools and all(n in shown for n in tools):  # an unknown tool fails as before
-        tools = _app_closure(tools, {**held, **shown}, handoff.apps, reads_only=not handoff.app_tools)
+        tools = _app_closure(tools, {**held, **shown}, handoff.apps, reads_only=not switches.app_tools)
         given.update({n: held[n] for n in tools if n not in given})
     child = [given[n] for n in (tools or list(shown)) if n in given]
     seen = _seen(steps, {**held, **shown})
     artifacts, notices = dict(action.artifacts), []
-    if handoff.grounded_artifacts:
+    if switches.grounded_artifacts:
         artifacts, dropped = _ground(artifacts, request=user_request, seen=seen, tools=child)
         if dropped:
             notices.append(Notice(
@@ -220,7 +229,7 @@ def prepare_brief(action: Delegate, handoff: Handoff, *, user_request: str, step
                 + json.dumps(dropped, ensure_ascii=False)
                 + ". Hand over an id only after a result returned it; the sub-agent can look it up with its tools.",
                 policy="harness", code="artifacts_ungrounded"))
-    if handoff.carry_ids:
+    if switches.carry_ids:
         carried = {k: v for k, v in seen.surfaced.items() if k not in artifacts and v not in artifacts.values()}
         if carried:
             artifacts.update(carried)
@@ -228,5 +237,5 @@ def prepare_brief(action: Delegate, handoff: Handoff, *, user_request: str, step
                                   + json.dumps(carried, ensure_ascii=False) + ".",
                                   policy="harness", code="artifacts_carried"))
     executed = action.model_copy(update={"tools": tools, "artifacts": artifacts})
-    message = brief_message(action.instruction, artifacts, user_request if handoff.show_request else None)
+    message = brief_message(action.instruction, artifacts, user_request if switches.show_request else None)
     return Brief(action=executed, message=message, tools=given, notices=notices)

@@ -237,7 +237,7 @@ class Run:
             state = self.state
             brief = state.brief(action)  # None: the delegate as the planner wrote it
             given, tools = (brief.action, brief.tools) if brief is not None else (action, state.delegable())
-            reads = actions.READS_BUDGET if state.setup.handoff is not None and state.setup.handoff.hand_back_reads else 0
+            reads = actions.READS_BUDGET if state.setup.handoff is not None and state.setup.handoff.settings.hand_back_reads else 0
             routed = await actions.delegate(given, lambda a: self.deps.spawn_child(a, tools, state.gates, state.steps),
                                             episode_id=eid, step=step, request=brief.message if brief else None,
                                             reads_budget=reads)

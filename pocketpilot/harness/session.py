@@ -373,7 +373,7 @@ class Session:
             subagent_ids=self.subagent_ids,
             handoff=self.handoff,
             # the brief's guidance switch: the adapter's notes over the child's own tools
-            guidance_for=self.handoff.child_guidance if self.handoff is not None and self.handoff.guidance else None,
+            guidance_for=self.handoff.child_guidance if self.handoff is not None and self.handoff.settings.guidance else None,
         )
         asked, recalled = self._serving
         delegated = self.user_request is not None

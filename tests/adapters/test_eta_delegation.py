@@ -62,7 +62,7 @@ def test_the_kit_hands_the_section_to_the_session_only_when_written(eta):
     on = eta.model_copy(update={"delegation": DelegationSettings(app_tools=True, guidance=True)})
     plan = session_kwargs(on, tools, delegate=True, request=request)["handoff"]
     assert isinstance(plan, DelegationPlan)
-    assert plan.app_tools and plan.guidance and not plan.show_request
+    assert plan.settings == DelegationSettings(app_tools=True, guidance=True)
     assert plan.apps["search_places"] == eta.tools["search_places"].app
     # the child's guidance has no note about delegating (it cannot)
     parent = session_kwargs(on, tools, delegate=True, request=request)["guidance_for"](tools)

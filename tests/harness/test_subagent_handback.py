@@ -46,7 +46,7 @@ class Records:
 async def _delegate_result(child: list[dict], *, reads: bool, tools: list[str] | None = None) -> dict[str, Any]:
     """The delegate result as the parent's planner read it."""
     planner = ScriptedPlanner([delegate("Find the distance of rec-7", tools or ["fetch"]), *child, finish("parent stops")])
-    handoff = DelegationPlan(hand_back_reads=True) if reads else None
+    handoff = DelegationPlan(DelegationSettings(hand_back_reads=True)) if reads else None
     await Session(planner, Records(), confirm=AllowAll(), handoff=handoff).run("how far is rec-7?")
     parent = [r for r in planner.requests if "delegate" in r.kinds]
     return json.loads(parent[1].messages[-1].content)
