@@ -20,6 +20,7 @@ from typing import Any
 import _adv_wish_support as support
 import pytest
 from _adv_wish_support import alice, wish_stores
+from scripted_actions import delegate
 
 from pocketpilot.contracts import RetrievedMemory
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
@@ -158,8 +159,7 @@ async def test_the_callers_evidence_text_names_nothing(stores, switches):
 
 def _delegating(instruction: str) -> list[dict]:
     """The parent delegates ``instruction``; the sub-agent reads the settings twice, then finishes."""
-    delegate = {"kind": "delegate", "instruction": instruction, "tools": ["get_settings", "set_bluetooth"]}
-    return [delegate, READ, READ, FINISH, FINISH, FINISH]
+    return [delegate(instruction, ["get_settings", "set_bluetooth"]), READ, READ, FINISH, FINISH, FINISH]
 
 
 def sub_agent(episode: Any, planner: ScriptedPlanner) -> tuple[Any, list[Any]]:

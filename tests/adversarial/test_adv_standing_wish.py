@@ -18,6 +18,7 @@ from typing import Any
 import _adv_wish_support as support
 import pytest
 from _adv_wish_support import alice, wish_stores
+from scripted_actions import call
 
 from pocketpilot.contracts import RetrievedMemory, ToolCall
 from pocketpilot.executor.sandbox import SandboxExecutor, SandboxPhone
@@ -30,10 +31,6 @@ from pocketpilot.memory import BoundMemory, SqliteMemory
 WISH = "Always turn bluetooth off when do not disturb is on."
 REQUEST = "Turn on do not disturb."
 TOOLS = ["set_do_not_disturb", "set_bluetooth", "read_note", "create_note"]
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 FINISH = {"kind": "finish", "summary": "Do not disturb is on."}

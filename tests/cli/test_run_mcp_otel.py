@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+from scripted_actions import call
 
 from pocketpilot.cli import run as run_module
 from pocketpilot.cli.main import main
@@ -73,10 +74,6 @@ class WatchingPlanner(ScriptedPlanner):
 
     async def aclose(self) -> None:
         self.alive_at_close = [pid for pid in self.seen if alive(pid)]
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 def use_planner(monkeypatch: pytest.MonkeyPatch, planner: ScriptedPlanner) -> None:
@@ -219,8 +216,9 @@ def test_server_is_stopped_when_the_run_errors(monkeypatch, capsys):
 DRIVER = """
 import asyncio, sys
 from pathlib import Path
-sys.path.insert(0, {tests!r})
-from test_run_mcp_otel import WatchingPlanner, call
+sys.path[:0] = [{tests!r}, str(Path({tests!r}).parent)]
+from scripted_actions import call
+from test_run_mcp_otel import WatchingPlanner
 from pocketpilot.cli import run as run_module
 from pocketpilot.cli.main import main
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scripted_actions import entry
+
 from pocketpilot.evaluation.compare import device_clock, load_harness_kit, run_task
 from pocketpilot.harness import AllowAll, Session
 from pocketpilot.harness.planners import ScriptedPlanner
@@ -21,10 +23,6 @@ def _task(task_id: str):
     return next(t for t in load_suite() if t.id == task_id)
 
 
-def _call(name: str, **arguments: object) -> dict:
-    return {"name": name, "arguments": arguments}
-
-
 async def hostile_trace(trace_dir: Path) -> Path:
     """A parking note whose body is an XSS payload, saved and powered off in one batch: the gate
     holds power_off until the note exists, the harness runs it next; then the note is read back,
@@ -32,9 +30,9 @@ async def hostile_trace(trace_dir: Path) -> Path:
     task = _task("ordering-parking-note-then-off")
     planner = ScriptedPlanner(
         [
-            {"kind": "tool_call", "calls": [_call("create_note", title="Parking", body=HOSTILE), _call("power_off")]},
-            {"kind": "tool_call", "calls": [_call("read_note", note_id="note-4")]},
-            {"kind": "tool_call", "calls": [_call("power_off")]},
+            {"kind": "tool_call", "calls": [entry("create_note", title="Parking", body=HOSTILE), entry("power_off")]},
+            {"kind": "tool_call", "calls": [entry("read_note", note_id="note-4")]},
+            {"kind": "tool_call", "calls": [entry("power_off")]},
             {"kind": "finish", "summary": "Saved the parking note, then powered off. " + HOSTILE},
         ]
     )
@@ -49,9 +47,9 @@ async def recall_trace(trace_dir: Path) -> Path:
     planner = ScriptedPlanner(
         [
             {"kind": "memory_search", "query": "usual TV cast"},
-            {"kind": "tool_call", "calls": [_call("get_cast_status")]},
-            {"kind": "tool_call", "calls": [_call("start_cast", target="Bedroom Tv set")]},
-            {"kind": "tool_call", "calls": [_call("start_cast", target="Bedroom TV")]},
+            {"kind": "tool_call", "calls": [entry("get_cast_status")]},
+            {"kind": "tool_call", "calls": [entry("start_cast", target="Bedroom Tv set")]},
+            {"kind": "tool_call", "calls": [entry("start_cast", target="Bedroom TV")]},
             {"kind": "finish", "summary": "Casting to the Bedroom TV, your usual one."},
         ]
     )

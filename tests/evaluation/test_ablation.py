@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from bench_scripts import bench_script
+from scripted_actions import call
 
 from pocketpilot.errors import UsageError
 from pocketpilot.evaluation.ablation import (
@@ -38,10 +39,6 @@ from pocketpilot.tasks import load_suite, oracle_actions
 
 DATA = Path(__file__).resolve().parents[2] / "pocketpilot" / "tasks" / "data"
 EARBUDS, CLARIFY, PLAIN = "earbuds-noise-cancelling", "clarify-text-him", "launcher-open-spotify"
-
-
-def call(name: str, **arguments: object) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 SCRIPTS = {

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from _openai_fake import FakeOpenAI
+from scripted_actions import entry
 
 from pocketpilot.contracts import Episode, RetrievedMemory, SamplerSettings, ToolSpec
 from pocketpilot.errors import PlannerBackendError, PlannerOutputError, UsageError
@@ -44,10 +45,6 @@ class NoMemory:
         return []
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
 def tool_call(*calls: dict[str, Any]) -> str:
     return json.dumps({"kind": "tool_call", "calls": list(calls)})
 
@@ -68,10 +65,10 @@ async def run_session(fake: FakeOpenAI, planner: OpenAICompatPlanner, trace_dir:
 
 async def test_history_is_a_valid_tool_conversation():
     script = [
-        tool_call(call("get_settings"), call("get_device_info")),  # a batch of two
+        tool_call(entry("get_settings"), entry("get_device_info")),  # a batch of two
         "this is not an action",  # an output that does not parse
         '{"kind":"memory_search","query":"battery"}',  # a non-tool action
-        tool_call(call("set_brightness", level=10)),
+        tool_call(entry("set_brightness", level=10)),
         FINISH,
     ]
     with FakeOpenAI(script).running() as fake:
@@ -147,7 +144,7 @@ async def test_an_asked_model_the_server_lists_is_kept():
     ],
 )
 async def test_output_mode_is_detected_in_order(honours, rejects, expected, probed):
-    script = [tool_call(call("get_settings")), FINISH]
+    script = [tool_call(entry("get_settings")), FINISH]
     with FakeOpenAI(script, honours=honours, rejects=rejects).running() as fake:
         planner = OpenAICompatPlanner(fake.url)
         episode = await run_session(fake, planner)
@@ -171,7 +168,7 @@ async def test_output_mode_is_detected_in_order(honours, rejects, expected, prob
 
 @pytest.mark.parametrize("mode", OUTPUT_MODES)
 async def test_a_chosen_output_mode_is_used_without_probing(mode):
-    script = [tool_call(call("get_settings")), FINISH]
+    script = [tool_call(entry("get_settings")), FINISH]
     with FakeOpenAI(script, honours=OUTPUT_MODES, rejects=()).running() as fake:
         planner = OpenAICompatPlanner(fake.url, output_mode=mode)
         episode = await run_session(fake, planner)
@@ -182,7 +179,7 @@ async def test_a_chosen_output_mode_is_used_without_probing(mode):
 
 async def test_api_key_is_sent_as_bearer_and_never_recorded(tmp_path):
     key = "sk-test-" + "9f" * 12
-    with FakeOpenAI([tool_call(call("get_settings")), FINISH], api_key=key).running() as fake:
+    with FakeOpenAI([tool_call(entry("get_settings")), FINISH], api_key=key).running() as fake:
         episode = await run_session(fake, OpenAICompatPlanner(fake.url, api_key=key), trace_dir=tmp_path)
     assert episode.stop_reason == "finish"
     assert {h["Authorization"] for h in fake.headers} == {f"Bearer {key}"}
@@ -200,7 +197,7 @@ async def test_a_wrong_api_key_is_a_clear_error_without_the_key():
 
 
 async def test_http_error_mid_run_stops_with_planner_error():
-    with FakeOpenAI([tool_call(call("get_settings")), FINISH], fail_at=2).running() as fake:
+    with FakeOpenAI([tool_call(entry("get_settings")), FINISH], fail_at=2).running() as fake:
         episode = await run_session(fake, OpenAICompatPlanner(fake.url))
     assert episode.stop_reason == "planner_error"
     assert "HTTP 500" in episode.stop_detail and "upstream exploded" in episode.stop_detail

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from scripted_actions import call
 
 from pocketpilot.evaluation.compare import run_task
 from pocketpilot.harness.planners import ScriptedPlanner
@@ -19,10 +20,6 @@ FOLDER = Path(__file__).resolve().parents[2] / "examples" / "team_world"
 def task():
     (only,) = load_suite(directory=FOLDER)
     return only
-
-
-def _call(name: str, **arguments) -> dict:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 @pytest.mark.parametrize("mode", ["harness", "bare"])
@@ -39,15 +36,15 @@ async def test_doing_nothing_fails(task) -> None:
 
 
 async def test_skipping_what_the_policy_asks_fails(task) -> None:
-    actions = [_call("get_cast_status"), _call("start_cast", target="kitchen"), {"kind": "finish", "summary": "ok"}]
+    actions = [call("get_cast_status"), call("start_cast", target="kitchen"), {"kind": "finish", "summary": "ok"}]
     _, outcome = await run_task(task, ScriptedPlanner(actions))
     assert not outcome.success and any("captions" in c for c in outcome.failed_criteria)
 
 
 async def test_querying_captions_is_a_read_not_a_change(task) -> None:
     """captions(action=query) is declared a read: the unchanged criterion and the scope guard see none."""
-    actions = [_call("get_cast_status"), _call("start_cast", target="kitchen"), _call("captions", action="query"),
-               _call("captions", action="on"), {"kind": "finish", "summary": "ok"}]
+    actions = [call("get_cast_status"), call("start_cast", target="kitchen"), call("captions", action="query"),
+               call("captions", action="on"), {"kind": "finish", "summary": "ok"}]
     episode, outcome = await run_task(task, ScriptedPlanner(actions))
     assert outcome.success, outcome.failed_criteria
     assert all(r.ok for s in episode.steps for r in s.results)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from scripted_actions import call
+
 from pocketpilot.adapters import Eta, ToolEntry
 from pocketpilot.contracts import CriterionResult, Episode, ToolSpec, Verdict
 from pocketpilot.errors import ToolFailure
@@ -75,10 +77,6 @@ def specs(reg: ToolRegistry) -> list[ToolSpec]:
 def eta_for(reg: ToolRegistry) -> Eta:
     return Eta(tools={s.name: ToolEntry(description=s.description, parameters=s.parameters,
                                         semantics=s.semantics(), world=s.world) for s in specs(reg)})
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"kind": "tool_call", "calls": [{"name": name, "arguments": arguments}]}
 
 
 def run(reg: ToolRegistry, actions: list[dict[str, Any]], request: str, verdict: Verdict = FAILED) -> Episode:
