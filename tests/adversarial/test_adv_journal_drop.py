@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from scripted_actions import call_action
 
-from pocketpilot.contracts import ToolCall, ToolCallAction
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.sandbox import SandboxPhone
 from pocketpilot.executor.simphone._sandbox_backend import SandboxBackend
@@ -34,10 +34,6 @@ simphone_factory = _fixtures.simphone_factory
 
 FAST = AdbExecutorConfig(shell_timeout_s=5.0, reconnect_base_delay_s=0.05, reconnect_attempts=4)
 FINISH = {"kind": "finish", "summary": "done"}
-
-
-def one(name: str, **arguments: Any) -> ToolCallAction:
-    return ToolCallAction(calls=[ToolCall(name=name, arguments=arguments)])
 
 
 class _CutAfterSend(SandboxBackend):
@@ -76,8 +72,8 @@ async def _episode(dev: Any, actions: list[Any]):  # noqa: ANN202
 
 async def test_send_retried_after_a_drop_goes_out_once(simphone_factory) -> None:  # noqa: ANN001
     dev, backend = _device(simphone_factory)
-    send = one("send_sms", to="+15550101", body="pay the rent")
-    episode, ex = await _episode(dev, [send, send, one("get_settings")])
+    send = call_action("send_sms", to="+15550101", body="pay the rent")
+    episode, ex = await _episode(dev, [send, send, call_action("get_settings")])
     first, again, read = (r for _, _, r in episode.tool_calls())
     assert first is not None and first.error is not None and first.error.code == "outcome_unknown"
     assert again is not None and again.error is not None and again.error.code == "outcome_unknown"
@@ -88,8 +84,8 @@ async def test_send_retried_after_a_drop_goes_out_once(simphone_factory) -> None
 
 async def test_tap_on_send_retried_after_a_drop_goes_out_once(simphone_factory) -> None:  # noqa: ANN001
     dev, backend = _device(simphone_factory)
-    tap = one("tap_element", text="Send SMS")
-    episode, _ = await _episode(dev, [one("compose_sms", to="+15550101", body="pay the rent"), tap, tap])
+    tap = call_action("tap_element", text="Send SMS")
+    episode, _ = await _episode(dev, [call_action("compose_sms", to="+15550101", body="pay the rent"), tap, tap])
     compose, first, again = (r for _, _, r in episode.tool_calls())
     assert compose is not None and compose.ok
     assert first is not None and first.error is not None and first.error.code == "outcome_unknown"
@@ -100,8 +96,8 @@ async def test_tap_on_send_retried_after_a_drop_goes_out_once(simphone_factory) 
 async def test_a_different_message_after_the_drop_still_goes(simphone_factory) -> None:  # noqa: ANN001
     dev, backend = _device(simphone_factory)
     episode, _ = await _episode(dev, [
-        one("send_sms", to="+15550101", body="pay the rent"),
-        one("send_sms", to="+15550101", body="sorry, ignore that if it arrived"),
+        call_action("send_sms", to="+15550101", body="pay the rent"),
+        call_action("send_sms", to="+15550101", body="sorry, ignore that if it arrived"),
     ])
     first, second = (r for _, _, r in episode.tool_calls())
     assert first is not None and first.error is not None and first.error.code == "outcome_unknown"
@@ -130,9 +126,9 @@ async def test_a_default_declared_send_or_purchase_is_not_resent_after_a_drop(si
     come out not idempotent, or the reconnect sends the message (and pays) a second time."""
     dev, backend = _device(simphone_factory)
     ex = _team_phone(effect)(dev.serial, client=dev.server.client, config=FAST)
-    order = one("text_shop", to="+15550101", body="BUY 42")
+    order = call_action("text_shop", to="+15550101", body="BUY 42")
     try:
-        episode = await Session(ScriptedPlanner([order, order, one("get_settings"), FINISH]), ex,
+        episode = await Session(ScriptedPlanner([order, order, call_action("get_settings"), FINISH]), ex,
                                 confirm=AllowAll()).run("order 42")
     finally:
         await ex.aclose()
@@ -158,7 +154,7 @@ async def test_a_send_selected_by_an_argument_is_not_resent_after_a_drop(simphon
 
     dev, backend = _device(simphone_factory)
     ex = TeamPhone(dev.serial, client=dev.server.client, config=FAST)
-    send = one("sms", action="send", to="+15550101", body="pay the rent")
+    send = call_action("sms", action="send", to="+15550101", body="pay the rent")
     try:
         episode = await Session(ScriptedPlanner([send, send, FINISH]), ex, confirm=AllowAll()).run("text Bob")
     finally:

@@ -17,7 +17,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from pocketpilot.contracts import Delegate, ToolCall, ToolCallAction, ToolResult, ToolSpec
+from scripted_actions import call_action
+
+from pocketpilot.contracts import Delegate, ToolCall, ToolResult, ToolSpec
 from pocketpilot.executor import ToolRegistry, tool
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.mcp import spec_from_mcp
@@ -43,15 +45,7 @@ BODY = "wire me 500 dollars"
 SEND_RID = f"{MESSAGING}:id/send_message_button_icon"
 
 
-def calls(*items: tuple[str, dict[str, Any]]) -> ToolCallAction:
-    return ToolCallAction(calls=[ToolCall(name=n, arguments=a) for n, a in items])
-
-
-def one(name: str, **arguments: Any) -> ToolCallAction:
-    return calls((name, arguments))
-
-
-COMPOSE = one("compose_sms", to="+15550100", body=BODY)
+COMPOSE = call_action("compose_sms", to="+15550100", body=BODY)
 
 
 class _RelabeledSend(SandboxBackend):
@@ -91,16 +85,16 @@ def _codes(episode: Any) -> list[str | None]:
 async def test_tapping_send_after_compose_is_denied_like_send_sms(simphone_factory) -> None:  # noqa: ANN001
     dev = simphone_factory(backend=SandboxBackend(SandboxPhone(seed=0)))
     episode = await _run(dev, [
-        one("send_sms", to="+15550100", body=BODY),
+        call_action("send_sms", to="+15550100", body=BODY),
         COMPOSE,
-        one("read_screen"),
-        one("tap_element", text="Send SMS"),  # the content description, matched as text
-        one("tap_element", resource_id="send_message_button_icon"),
-        one("tap_element", resource_id=SEND_RID),
-        one("tap_element", text="Send SMS"),  # the same denied call, retried
-        one("tap", x=960, y=2170),  # the button's pixels
-        one("type_text", text="ok", resource_id="send_message_button_icon"),  # typing taps its target first
-        one("tap", x=540, y=1200),  # an empty part of the compose screen
+        call_action("read_screen"),
+        call_action("tap_element", text="Send SMS"),  # the content description, matched as text
+        call_action("tap_element", resource_id="send_message_button_icon"),
+        call_action("tap_element", resource_id=SEND_RID),
+        call_action("tap_element", text="Send SMS"),  # the same denied call, retried
+        call_action("tap", x=960, y=2170),  # the button's pixels
+        call_action("type_text", text="ok", resource_id="send_message_button_icon"),  # typing taps its target first
+        call_action("tap", x=540, y=1200),  # an empty part of the compose screen
     ])
     assert _sent(dev) == []
     codes = _codes(episode)
@@ -110,13 +104,14 @@ async def test_tapping_send_after_compose_is_denied_like_send_sms(simphone_facto
         assert any("is send" in n for n in step.notices), step.notices
     screen = episode.steps[2].results[0].data["elements"]
     send_index = next(int(line.split("]")[0][1:]) for line in screen if "#send_message_button_icon" in line)
-    by_index = await _run(dev, [one("read_screen"), one("tap_element", index=send_index)])
+    by_index = await _run(dev, [call_action("read_screen"), call_action("tap_element", index=send_index)])
     assert _codes(by_index) == [None, "confirmation_denied"] and _sent(dev) == []
 
 
 async def test_by_default_the_first_denial_ends_the_run(simphone_factory) -> None:  # noqa: ANN001
     dev = simphone_factory(backend=SandboxBackend(SandboxPhone(seed=0)))
-    episode = await _run(dev, [COMPOSE, one("tap_element", text="Send SMS"), one("tap", x=960, y=2170)], policies=None)
+    episode = await _run(dev, [COMPOSE, call_action("tap_element", text="Send SMS"), call_action("tap", x=960, y=2170)],
+                         policies=None)
     assert episode.stop_reason == "denied" and "tap_element is send" in episode.stop_detail
     assert _codes(episode) == [None, "confirmation_denied"]  # the denied tap is recorded; the pixel tap never ran
     assert len(episode.steps) == 2 and _sent(dev) == []
@@ -124,10 +119,11 @@ async def test_by_default_the_first_denial_ends_the_run(simphone_factory) -> Non
 
 async def test_send_by_visible_text_and_by_id_only(simphone_factory) -> None:  # noqa: ANN001
     texted = simphone_factory(backend=_RelabeledSend(text="Send"))
-    episode = await _run(texted, [COMPOSE, one("tap_element", text="Send")])
+    episode = await _run(texted, [COMPOSE, call_action("tap_element", text="Send")])
     assert _codes(episode) == [None, "confirmation_denied"] and _sent(texted) == []
     bare = simphone_factory(backend=_RelabeledSend(rid="com.app:id/send_button"))
-    episode = await _run(bare, [COMPOSE, one("tap_element", resource_id="send_button"), one("tap", x=960, y=2170)])
+    episode = await _run(bare, [COMPOSE, call_action("tap_element", resource_id="send_button"),
+                                call_action("tap", x=960, y=2170)])
     assert _codes(episode) == [None, "confirmation_denied", "confirmation_denied"] and _sent(bare) == []
 
 
@@ -137,13 +133,13 @@ async def test_neutral_taps_need_no_confirmation(simphone_factory) -> None:  # n
     dev = simphone_factory(backend=SandboxBackend(phone))
     wifi_before = phone.state.settings.wifi
     episode = await _run(dev, [
-        one("launch_app", app="Messages"),
-        one("tap_element", resource_id="conversation_snippet"),  # opening a chat
-        one("scroll", direction="down"),
-        one("tap_element", text="Start chat"),
-        one("type_text", text="+15550100", resource_id="recipient_text_view"),
-        one("launch_app", app="Settings"),
-        one("tap_element", resource_id="switch_wifi"),
+        call_action("launch_app", app="Messages"),
+        call_action("tap_element", resource_id="conversation_snippet"),  # opening a chat
+        call_action("scroll", direction="down"),
+        call_action("tap_element", text="Start chat"),
+        call_action("type_text", text="+15550100", resource_id="recipient_text_view"),
+        call_action("launch_app", app="Settings"),
+        call_action("tap_element", resource_id="switch_wifi"),
     ])
     assert _codes(episode) == [None] * 7
     assert not any("confirmation" in n for s in episode.steps for n in s.notices)
@@ -159,7 +155,8 @@ async def test_a_confirmed_tap_on_send_sends_once(simphone_factory) -> None:  # 
         asked.append((call.name, spec.effect, spec.destructive))
         return True
 
-    episode = await _run(dev, [COMPOSE, one("tap_element", text="Send SMS")], confirm=CallbackConfirmation(approve))
+    episode = await _run(dev, [COMPOSE, call_action("tap_element", text="Send SMS")],
+                         confirm=CallbackConfirmation(approve))
     assert _codes(episode) == [None, None]
     assert asked == [("tap_element", "send", True)]  # asked once, about a send; compose asked nothing
     assert _sent(dev) == [("+15550100", BODY)]
@@ -170,7 +167,7 @@ async def test_a_sub_agent_cannot_tap_send_either(simphone_factory) -> None:  # 
     actions = [
         COMPOSE,
         Delegate(instruction="press the send button", tools=["tap_element", "read_screen"]),
-        one("tap_element", text="Send SMS"),
+        call_action("tap_element", text="Send SMS"),
         {"kind": "finish", "summary": "pressed"},
     ]
     episode = await _run(dev, actions, config=HarnessConfig(max_delegate_depth=1))
@@ -219,7 +216,8 @@ async def test_another_tool_with_the_same_effect_is_denied() -> None:
     registry = ToolRegistry.from_object(Outbox())
     holding = default_policies(on_denial="hold")
     episode = await Session(
-        ScriptedPlanner([one("notify_contact", text=BODY), one("order", item="gift card"), FINISH]), registry,
+        ScriptedPlanner([call_action("notify_contact", text=BODY), call_action("order", item="gift card"), FINISH]),
+        registry,
         policies=holding,
     ).run("x")
     assert _codes(episode) == ["confirmation_denied", "confirmation_denied"]
@@ -232,7 +230,7 @@ async def test_another_tool_with_the_same_effect_is_denied() -> None:
     reader = spec_from_mcp(mcp_tool(SimpleNamespace(read_only_hint=True, destructive_hint=None,
                                                     idempotent_hint=None, open_world_hint=None)), "balance")
     recorder = _Recorder([bare, reader])
-    episode = await Session(ScriptedPlanner([one("transfer"), one("transfer"), one("balance"), FINISH]), recorder,
-                            policies=holding).run("x")
+    script = [call_action("transfer"), call_action("transfer"), call_action("balance"), FINISH]
+    episode = await Session(ScriptedPlanner(script), recorder, policies=holding).run("x")
     assert _codes(episode) == ["confirmation_denied", "confirmation_denied", None]
     assert recorder.ran == ["balance"]

@@ -4,14 +4,11 @@ FAILURE for a newcomer"): the run a small model makes passes, a note without the
 from __future__ import annotations
 
 import pytest
+from scripted_actions import call_action
 
 from pocketpilot.cli.run import DEMO_TASK
-from pocketpilot.contracts import Finish, ToolCall, ToolCallAction
+from pocketpilot.contracts import Finish
 from pocketpilot.tasks import load_suite, prepare, run_actions
-
-
-def _call(name: str, **arguments: str) -> ToolCallAction:
-    return ToolCallAction(calls=[ToolCall(name=name, arguments=arguments)])
 
 
 @pytest.mark.parametrize(("title", "body", "success"), [
@@ -22,7 +19,7 @@ def _call(name: str, **arguments: str) -> ToolCallAction:
 async def test_the_demo_accepts_the_bay_in_either_field(title: str, body: str, success: bool) -> None:
     task = next(t for t in load_suite() if t.id == DEMO_TASK)
     run = prepare(task)
-    actions = [_call("create_note", title=title, body=body), _call("power_off"),
+    actions = [call_action("create_note", title=title, body=body), call_action("power_off"),
                Finish(summary="Saved the note, then powered off.")]
     verdict = await run.verifier(await run_actions(run, actions))
     assert verdict.success is success, [(c.name, c.detail) for c in verdict.criteria if not c.passed]

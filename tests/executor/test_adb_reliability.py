@@ -10,8 +10,9 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scripted_actions import call_action
 
-from pocketpilot.contracts import Step, ToolCall, ToolCallAction
+from pocketpilot.contracts import Step, ToolCall
 from pocketpilot.errors import DeviceOfflineError
 from pocketpilot.executor.adb import AdbExecutor, AdbExecutorConfig
 from pocketpilot.executor.simphone import MiniPhone
@@ -42,10 +43,6 @@ class CountingPhone(MiniPhone):
             self.cut_after_sms()  # the phone acted; the reply is lost with the connection
 
 
-def call(name: str, **arguments: Any) -> ToolCallAction:
-    return ToolCallAction(calls=[ToolCall(name=name, arguments=arguments)])
-
-
 def executor(dev: SimDevice) -> AdbExecutor:
     return AdbExecutor(dev.serial, client=dev.server.client, config=FAST)
 
@@ -66,10 +63,10 @@ async def test_dropped_mid_episode_resumes_without_double_execution(
 
     planner = ScriptedPlanner(
         [
-            call("set_brightness", level=30),
-            call("set_wifi", enabled=False),
-            call("send_sms", to="+15550100", body="running late"),
-            call("get_settings"),
+            call_action("set_brightness", level=30),
+            call_action("set_wifi", enabled=False),
+            call_action("send_sms", to="+15550100", body="running late"),
+            call_action("get_settings"),
             {"kind": "finish", "summary": "done"},
         ]
     )
@@ -105,8 +102,8 @@ async def test_device_killed_mid_episode_ends_with_device_lost(simphone_factory:
 
     planner = ScriptedPlanner(
         [
-            call("set_brightness", level=30),
-            call("set_wifi", enabled=False),
+            call_action("set_brightness", level=30),
+            call_action("set_wifi", enabled=False),
             {"kind": "finish", "summary": "x"},
         ]
     )
@@ -137,7 +134,7 @@ async def test_malformed_output_is_a_typed_tool_failure_in_the_episode(
 ) -> None:
     dev = simphone_factory(backend=GarbledPhone())
     planner = ScriptedPlanner(
-        [call("get_settings"), call("set_wifi", enabled=False), {"kind": "finish", "summary": "x"}]
+        [call_action("get_settings"), call_action("set_wifi", enabled=False), {"kind": "finish", "summary": "x"}]
     )
     episode = await Session(planner, executor(dev), policies=safety_policies()).run("settings?")
     garbled, wifi = (r for _, _, r in episode.tool_calls())

@@ -19,6 +19,7 @@ import shutil
 from typing import Any
 
 import pytest
+from scripted_actions import call_action
 
 from pocketpilot.contracts import Delegate, Episode, ToolCall, ToolCallAction, ToolResult, ToolSpec
 from pocketpilot.executor.sandbox import SandboxPhone
@@ -145,18 +146,15 @@ async def test_oracle_decisions_do_not_depend_on_tool_names(task: Any, libraries
     assert renamed == plain
 
 
-def _call(name: str, **arguments: Any) -> ToolCallAction:
-    return ToolCallAction(calls=[ToolCall(name=name, arguments=arguments)])
-
-
 SCENARIOS = {
     # the scope guard holds a setting nothing in the request names
     "scope": ("settings-wifi-off", "I'm heading into a meeting, turn on do not disturb.",
-              [_call("set_do_not_disturb", enabled=True), _call("set_wifi", enabled=True), FINISH], "not_allowed"),
+              [call_action("set_do_not_disturb", enabled=True), call_action("set_wifi", enabled=True), FINISH],
+              "not_allowed"),
     # the undo guard holds the delete of the note this run just created
     "undo": ("ordering-parking-note-then-off", "Write down that I parked on level 3, bay 42.",
-             [_call("create_note", title="Parking", body="Level 3, bay 42"), _call("delete_note", note_id="note-4"),
-              FINISH], "not_allowed"),
+             [call_action("create_note", title="Parking", body="Level 3, bay 42"),
+              call_action("delete_note", note_id="note-4"), FINISH], "not_allowed"),
     # a skill's gate holds power off before the note is saved
     "gate": ("ordering-parking-note-then-off", "Write down that I parked on level 3, bay 42, then switch the phone off.",
              [ToolCallAction(calls=[ToolCall(name="create_note", arguments={"title": "P", "body": "42"}),
@@ -177,7 +175,7 @@ async def test_guard_decisions_do_not_depend_on_tool_names(name: str, libraries:
 
 async def test_confirmation_asks_by_effect_under_either_naming(libraries: dict[str, SkillLibrary]) -> None:
     task = next(t for t in TASKS if t.id == "ordering-parking-note-then-off")
-    actions = [_call("create_note", title="Parking", body="Level 3, bay 42"), _call("power_off"), FINISH]
+    actions = [call_action("create_note", title="Parking", body="Level 3, bay 42"), call_action("power_off"), FINISH]
     plain = await _run(task, actions, "plain", libraries["plain"], task.goal)
     renamed = await _run(task, actions, "renamed", libraries["renamed"], task.goal)
     assert plain["asked"] == [("power_off", "destructive")]

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
+from scripted_actions import call_action
 
-from pocketpilot.contracts import Finish, ToolCall, ToolCallAction
+from pocketpilot.contracts import Finish, ToolCall
 from pocketpilot.errors import TaskSpecError, WorldError
 from pocketpilot.executor.sandbox import SandboxPhone
 from pocketpilot.executor.tools import tool
@@ -30,10 +31,6 @@ def _task(**change: Any) -> Any:
     for key in [k for k, v in world.items() if v is None]:
         del world[key]
     return parse_task({**data, "world": world, **change}, "beside", roots=[HERE])
-
-
-def _call(name: str, **args: Any) -> ToolCallAction:
-    return ToolCallAction(calls=[ToolCall(name=name, arguments=args)])
 
 
 # ---------------------------------------------------------------- tool names both offer
@@ -122,7 +119,8 @@ def test_a_bare_shared_path_in_a_criterion_is_refused_at_load() -> None:
 async def test_changes_to_a_shared_field_are_told_apart_restored_and_judged() -> None:
     run = prepare(load_task(TASK))
     before = run.world.snapshot()
-    wrong = [_call("start_cast", target="bedroom"), _call("set_wifi", enabled=False), Finish(summary="done")]
+    wrong = [call_action("start_cast", target="bedroom"), call_action("set_wifi", enabled=False),
+             Finish(summary="done")]
     verdict = await run.verifier(await run_actions(run, wrong))
     failed = {c.name: c.detail for c in verdict.criteria if not c.passed}
     assert failed == {"state world.cast.target == \"kitchen\"": "world.cast.target is \"bedroom\""}
@@ -138,8 +136,8 @@ async def test_unchanged_sees_a_change_to_the_sandboxs_side_of_a_shared_field() 
     assert run.phone is not None
     run.phone.state.cast.active, run.phone.state.cast.target = True, "tv"
     run.initial = run.world.snapshot()
-    actions = [_call("start_cast", target="kitchen"), _call("stop_cast"), _call("set_wifi", enabled=False),
-               Finish(summary="done")]
+    actions = [call_action("start_cast", target="kitchen"), call_action("stop_cast"),
+               call_action("set_wifi", enabled=False), Finish(summary="done")]
     verdict = await run.verifier(await run_actions(run, actions))
     failed = {c.name: c.detail for c in verdict.criteria if not c.passed}
     assert list(failed) == ["nothing else changed (allowed: world.cast, settings.wifi)"]
