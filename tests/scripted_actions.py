@@ -3,8 +3,8 @@
 A test that drives a session with the scripted planner writes each step as the JSON a model would
 emit (a dict): the planner validates it against the step's tools and kinds exactly as it would a
 model's text, so a script written this way takes the same path. Tests that hand an action to a
-component directly (an executor, a policy, an episode) want the contract itself: the ``*_action``
-builders give that.
+component directly (an executor, a policy, an episode) want the contract itself: ``call_action``
+gives that.
 """
 
 from __future__ import annotations
@@ -45,8 +45,3 @@ def finish(summary: str = "done", answer: str | None = None) -> dict[str, Any]:
 def call_action(name: str, **arguments: Any) -> ToolCallAction:
     """A ``tool_call`` contract of one call."""
     return ToolCallAction(calls=[ToolCall(name=name, arguments=arguments)])
-
-
-def batch_action(*calls: tuple[str, dict[str, Any]]) -> ToolCallAction:
-    """A ``tool_call`` contract of several calls, each a ``(name, arguments)`` pair, in order."""
-    return ToolCallAction(calls=[ToolCall(name=name, arguments=arguments) for name, arguments in calls])
