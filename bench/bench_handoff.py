@@ -197,12 +197,14 @@ def _load(out: Path | None, resume: bool, meta: dict[str, Any]) -> dict[str, dic
     """The runs an earlier report holds, by variant and task (empty unless resuming).
 
     Raises:
-        UsageError: nothing to resume from, or a report of another model or task selection.
+        UsageError: ``--resume`` without ``--out``, or a report of another model or task selection.
     """
     if not resume:
         return {}
-    if out is None or not out.exists():
-        raise UsageError("--resume needs the --out report of the earlier run")
+    if out is None:
+        raise UsageError("--resume needs --out (the report that holds the earlier runs)")
+    if not out.exists():
+        return {}  # nothing finished yet: as ``pocketpilot bench --resume``, start from the beginning
     old = json.loads(out.read_text(encoding="utf-8"))
     for key in ("model", "split", "tasks", "policies"):
         if old.get("meta", {}).get(key) != meta.get(key):

@@ -77,7 +77,11 @@ def test_the_variants_count_passes_and_equipped_children_and_resume(kit, tmp_pat
 
         assert bench.main([*argv, "--resume"], planner_for=never, kit=kit) == 0
         assert json.loads(out.read_text())["variants"]["on"]["rows"] == v["on"]["rows"]
-        assert bench.main([*argv[:6], "--resume", "--out", str(tmp_path / "none.json")], planner_for=never,
-                          kit=kit) == 2
+        assert bench.main([*argv[:6], "--variants", "on", "--resume"], planner_for=never, kit=kit) == 2  # no --out
+        fresh = tmp_path / "none.json"  # --resume before anything finished starts from the beginning
+        assert bench.main([*argv[:6], "--variants", "on", "--out", str(fresh), "--resume"],
+                          planner_for=lambda task, name: Competent(), kit=kit) == 0
+        ran = json.loads(fresh.read_text())["variants"]["on"]
+        assert (ran["passed"], ran["confirmed"], [r["task"] for r in ran["rows"]]) == (1, 1, [TASK])
         with pytest.raises(SystemExit):
             bench.main([*argv[:6], "--variants", "no-nonsense"], planner_for=never, kit=kit)
