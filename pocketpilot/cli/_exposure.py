@@ -22,7 +22,8 @@ def exposure_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--exposure task|phone`` and ``--tool-k K`` to a command."""
     fn = click.option("--tool-k", "tool_k", type=int, default=None,
                       help="Harness: show at most K tools a step, chosen by retrieval over the tools' "
-                           "text (default: η's tool_retrieval setting; off when it has none).")(fn)
+                           "text (default: η's tool_retrieval setting; without one, retrieval only when the "
+                           "tool list outgrows the tools budget).")(fn)
     return click.option("--exposure", default="task", show_default=True,
                         help="task: only the apps a task names; phone: every app of its world installed, "
                              "nothing said about which the task needs (bare gets every tool: raise "

@@ -170,15 +170,19 @@ class HarnessKit:
                                   recalled_whole=recalled_whole)
         return {"guidance": [], "skills": self.library, "gates": self.gates_for(exposed), "eta_version": None}
 
-    def tool_retriever(self, k: int | None, embedder: Embedder | None) -> Any | None:
+    def tool_retriever(self, k: int | None, embedder: Embedder | None, *, overflow: bool = False) -> Any | None:
         """Tool exposure by retrieval: K from the caller, else η's ``tool_retrieval``; None: off.
 
+        ``overflow``: the session's tools do not fit the tools budget whole. Then retrieval
+        decides what a step shows even where neither the caller nor η asked for it (its default
+        settings), as recall does for an owner's memories: a list that fits goes in whole, and
+        retrieval is for one that does not (small models lose tool choice on long lists).
         One retriever per setting and embedder, kept, so its index is built once per tool set.
         """
         from ..adapters.tool_retrieval import ToolRetrievalSettings, ToolRetriever
 
         base = getattr(self.eta, "tool_retrieval", None)
-        if k is None and base is None:
+        if k is None and base is None and not overflow:
             return None
         settings = (base or ToolRetrievalSettings()).model_copy(update={"k": k} if k is not None else {})
         key = (settings.model_dump_json(), id(embedder))
@@ -270,8 +274,14 @@ class TaskUser:
         return spec.needs_confirmation
 
 
+async def _overflows(cfg: HarnessConfig, planner: Planner, tools: Sequence[ToolSpec]) -> bool:
+    """Whether ``tools`` rendered whole need more than the tools budget (whole phone, usually)."""
+    await planner.load()  # the budget is counted in the model's own tokens
+    return planner.count_tokens(render_tools(list(tools))) > cfg.budget.tools
+
+
 async def _tools_fit(cfg: HarnessConfig, planner: Planner, tools: Sequence[ToolSpec]) -> HarnessConfig:
-    """``cfg`` with a tools budget that holds every tool (whole phone, nothing retrieved).
+    """``cfg`` with a tools budget that holds every tool (the bare planner on a whole phone).
 
     Whether the prompt then fits the planner's window is the planner's to say: one that does
     not stops the run with ``planner_error`` and the sizes, never a crash.
@@ -360,11 +370,10 @@ async def run_task_episode(
                 recalled_whole=got.whole,
             )
             kw["guidance"] = [*policy, *kw.get("guidance", [])]  # the task's policy ahead of η's notes
-            retriever = kit.tool_retriever(settings.tool_k if settings is not None else None, embedder)
+            retriever = kit.tool_retriever(settings.tool_k if settings is not None else None, embedder,
+                                           overflow=await _overflows(cfg, planner, run.executor.tools()))
             if retriever is not None:
                 kw["tool_exposure"] = retriever
-            elif exposure == "phone":
-                cfg = await _tools_fit(cfg, planner, run.executor.tools())
             session = Session(
                 planner,
                 run.executor,

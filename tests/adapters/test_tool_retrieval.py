@@ -281,6 +281,7 @@ def test_eta_switches_retrieval_on_and_leaves_its_version_alone_when_off() -> No
 async def test_a_whole_phone_task_runs_with_retrieved_tools() -> None:
     from pocketpilot.evaluation.compare import load_harness_kit, run_task
     from pocketpilot.evaluation.task_episode import RunSettings
+    from pocketpilot.harness.context import render_tools
     from pocketpilot.tasks import load_suite, oracle_actions, prepare
 
     task = next(t for t in load_suite("dev") if t.id == "settings-wifi-off")
@@ -292,6 +293,17 @@ async def test_a_whole_phone_task_runs_with_retrieved_tools() -> None:
     shown = _names(planner.requests[0].tools)
     assert outcome.success and MORE_TOOLS in shown and len(shown) <= 9  # K retrieved, the widening tool
     assert set(shown) - {MORE_TOOLS} <= set(every)
+
+    # neither the caller nor η asks for retrieval: a list that fits the tools budget goes in whole ...
     planner = ScriptedPlanner(oracle_actions(task))
-    _, outcome = await run_task(task, planner, kit=kit, settings=RunSettings(exposure="phone"))
-    assert outcome.success and set(_names(planner.requests[0].tools)) == set(every)  # no retrieval: all of them
+    _, outcome = await run_task(task, planner, kit=kit,
+                                settings=RunSettings(exposure="phone", budget={"tools": 1_000_000}))
+    assert outcome.success and set(_names(planner.requests[0].tools)) == set(every)
+    # ... and one that outgrows it is retrieved (the default K), not a prompt that cannot fit
+    planner = ScriptedPlanner(oracle_actions(task))
+    whole = planner.count_tokens(render_tools(prepare(task, exposure="phone").executor.tools()))
+    _, outcome = await run_task(task, planner, kit=kit,
+                                settings=RunSettings(exposure="phone", budget={"tools": whole - 1}))
+    shown = _names(planner.requests[0].tools)
+    assert outcome.success and MORE_TOOLS in shown
+    assert len(shown) <= ToolRetrievalSettings().k + 1 < len(every)
