@@ -119,7 +119,8 @@ class LoopGuard(BasePolicy):
                 withhold=frozenset({"memory_search"}),
             )
         if isinstance(report.action, Delegate) and previous == report.action:
-            # a repeat the repeat_delegation policy held: the earlier one worked, as a repeat that ran would have
+            # a repeat the repeat_delegation policy held as confirmed before: the earlier one worked, as a repeat
+            # that ran would have (one it held for going unconfirmed the same way has its own code: it did not)
             worked = [r.ok or (r.error is not None and r.error.code == ALREADY_DELEGATED) for r in report.results]
             return self._stuck(run, report,
                                "You just delegated exactly this before and got its result: repeating it changes nothing.",
