@@ -29,14 +29,23 @@ never for wall time.
 ``--policy NAME`` (repeatable) adds a registered policy that is not in the default set to η's
 policy set for every variant (``repeat_delegation``: a repeat of a confirmed delegation is held);
 the report's meta records it, and a resume under other policies is refused.
+
+``--policy-param NAME.KEY=VALUE`` (repeatable) sets a parameter of a policy in η's policy set
+for every variant (VALUE read as JSON, else as a string); a policy the set lacks is added with
+it. ``--variants off --policy-param repeat_delegation.unconfirmed=true`` runs today's default
+plus the hold of a delegation whose two latest runs went unconfirmed the same way. A policy
+that does not take the key, or a value it refuses, is a usage error (exit 2) before any model
+loads; the report's meta records the parameters, and a resume under others is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -104,6 +113,62 @@ def with_policies(base: HarnessKit, names: Sequence[str]) -> HarnessKit:
     have = {p.name for p in base.eta.policies}
     added = [PolicyEntry(name=n) for n in dict.fromkeys(names) if n not in have]
     return HarnessKit(base.library, eta=base.eta.model_copy(update={"policies": [*base.eta.policies, *added]}))
+
+
+def policy_param(text: str) -> tuple[str, str, Any]:
+    """``NAME.KEY=VALUE`` as (name, key, value): VALUE read as JSON, else taken as a string.
+
+    Raises:
+        UsageError: not of that form.
+    """
+    target, sep, raw = text.partition("=")
+    name, dot, key = target.partition(".")
+    if not sep or not dot or not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", name) or not key.isidentifier():
+        raise UsageError(f"--policy-param {text!r}: expected NAME.KEY=VALUE (e.g. repeat_delegation.unconfirmed=true)")
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    return name, key, value
+
+
+def with_policy_params(base: HarnessKit, settings: Sequence[tuple[str, str, Any]]) -> HarnessKit:
+    """The kit whose η runs its policies with these (name, key, value) parameters set.
+
+    Each is set on η's entries of that name (a later one of the same key wins); a policy η's set
+    lacks is added with them. Each changed entry is built once here, so a parameter the policy
+    does not take, or a value it refuses, fails before a run.
+
+    Raises:
+        UsageError: no η, an unknown policy, a key the policy does not take, or a value it refuses.
+    """
+    from pocketpilot.adapters.eta import PolicyEntry
+    from pocketpilot.policy_registry import PolicyError, build, registered
+
+    if base.eta is None:
+        raise UsageError("--policy-param is an η setting: the kit needs an η")
+    wanted: dict[str, dict[str, Any]] = {}
+    for name, key, value in settings:
+        cls = registered().get(name)
+        if cls is None:
+            raise UsageError(f"--policy-param: unknown policy {name!r}; known: {', '.join(registered())}")
+        takes = [p.name for p in inspect.signature(cls).parameters.values()
+                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if key not in takes:
+            raise UsageError(f"--policy-param: policy {name!r} takes no parameter {key!r}; "
+                             f"it takes: {', '.join(takes) or 'none'}")
+        wanted.setdefault(name, {})[key] = value
+    have = {p.name for p in base.eta.policies}
+    policies = [p.model_copy(update={"params": {**p.params, **wanted[p.name]}}) if p.name in wanted else p
+                for p in base.eta.policies]
+    policies += [PolicyEntry(name=n, params=params) for n, params in wanted.items() if n not in have]
+    for entry in policies:
+        if entry.name in wanted:
+            try:
+                build([entry.model_dump(mode="json")])
+            except PolicyError as exc:
+                raise UsageError(f"--policy-param: {exc}") from exc
+    return HarnessKit(base.library, eta=base.eta.model_copy(update={"policies": policies}))
 
 
 def _variant(name: str) -> str:
@@ -182,6 +247,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="serve decodes an earlier run made from this JSONL memo (counts only, not wall time)")
     ap.add_argument("--policy", action="append", default=[], metavar="NAME",
                     help="add this registered policy to η's policy set for every variant (repeatable)")
+    ap.add_argument("--policy-param", action="append", default=[], metavar="NAME.KEY=VALUE",
+                    help="set a parameter of a policy in η's policy set (added if missing) for every variant; "
+                         "VALUE is JSON, else a string (repeatable)")
     ap.add_argument("--no-embedder", dest="embedder", action="store_false",
                     help="keyword-only memory retrieval (bench's default is the MiniLM embedder)")
     return ap
@@ -197,7 +265,8 @@ def _load(out: Path | None, resume: bool, meta: dict[str, Any]) -> dict[str, dic
     """The runs an earlier report holds, by variant and task (empty unless resuming).
 
     Raises:
-        UsageError: ``--resume`` without ``--out``, or a report of another model or task selection.
+        UsageError: ``--resume`` without ``--out``, or a report of another model, task selection,
+            added policies or policy parameters.
     """
     if not resume:
         return {}
@@ -206,7 +275,7 @@ def _load(out: Path | None, resume: bool, meta: dict[str, Any]) -> dict[str, dic
     if not out.exists():
         return {}  # nothing finished yet: as ``pocketpilot bench --resume``, start from the beginning
     old = json.loads(out.read_text(encoding="utf-8"))
-    for key in ("model", "split", "tasks", "policies"):
+    for key in ("model", "split", "tasks", "policies", "policy_params"):
         if old.get("meta", {}).get(key) != meta.get(key):
             raise UsageError(f"--out holds a report of another {key}: {old.get('meta', {}).get(key)!r}")
     return {v: {r["task"]: r for r in data.get("rows", [])} for v, data in old.get("variants", {}).items()}
@@ -269,6 +338,12 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
         if args.policy:
             kit = with_policies(kit, args.policy)
             meta["policies"] = list(args.policy)
+        if args.policy_param:
+            settings = [policy_param(p) for p in args.policy_param]
+            kit = with_policy_params(kit, settings)
+            meta["policy_params"] = {}
+            for name, key, value in settings:
+                meta["policy_params"].setdefault(name, {})[key] = value
         done = _load(args.out, args.resume, meta)
         memo = None
         if args.decode_memo is not None:

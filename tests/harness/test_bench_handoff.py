@@ -85,3 +85,83 @@ def test_the_variants_count_passes_and_equipped_children_and_resume(kit, tmp_pat
         assert (ran["passed"], ran["confirmed"], [r["task"] for r in ran["rows"]]) == (1, 1, [TASK])
         with pytest.raises(SystemExit):
             bench.main([*argv[:6], "--variants", "no-nonsense"], planner_for=never, kit=kit)
+
+
+class Retries(ScriptedPlanner):
+    """The parent sends the recorded delegate three times; each child, without the lookup, refuses the same way."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.parent = [*[Competent().parent[0]] * 3, {"kind": "finish", "summary": "could not"}]
+
+    async def plan(self, request: PlanRequest) -> Any:
+        step = self.parent.pop(0) if "delegate" in request.kinds and self.parent else \
+            {"kind": "refuse", "reason": "no tool to look the place up"}
+        self._items, self._next = [ACTION_ADAPTER.validate_python(step)], 0
+        return await super().plan(request)
+
+
+def _never(task: Any, name: str) -> Any:
+    raise AssertionError("a run started")
+
+
+def test_policy_param_reaches_the_sessions_policy_and_the_meta(kit, tmp_path):
+    from pocketpilot.tracing.trace import read_trace
+
+    out = tmp_path / "hold.json"
+    argv = ["--tasks", str(SUITE), "--split", "dev", "--task-id", TASK, "--variants", "off", "--out", str(out),
+            "--trace-dir", str(tmp_path / "t"), "--policy-param", "repeat_delegation.unconfirmed=true"]
+    with bench_script("bench_handoff") as bench:
+        held = bench.with_policy_params(kit, [bench.policy_param("repeat_delegation.unconfirmed=true")])
+        entry = [p for p in held.eta.policies if p.name == "repeat_delegation"]
+        assert [p.name for p in held.eta.policies] == [*(p.name for p in kit.eta.policies), "repeat_delegation"]
+        assert [e.params for e in entry] == [{"unconfirmed": True}]
+        assert [p.unconfirmed for p in held.eta.build_policies() if p.name == "repeat_delegation"] == [True]
+        # a policy already in η's set keeps its place and its other parameters
+        guard = bench.with_policy_params(kit, [bench.policy_param("loop_guard.fail_limit=5")])
+        assert [p.name for p in guard.eta.policies] == [p.name for p in kit.eta.policies]
+        before = next(p for p in kit.eta.policies if p.name == "loop_guard")
+        assert next(p for p in guard.eta.policies if p.name == "loop_guard").params == {**before.params, "fail_limit": 5}
+
+        assert bench.main(argv, planner_for=lambda task, name: Retries(), kit=kit) == 0
+        report = json.loads(out.read_text())
+        assert report["meta"]["policy_params"] == {"repeat_delegation": {"unconfirmed": True}}
+        row = report["variants"]["off"]["rows"][0]
+        assert (row["delegations"], row["children"]) == (3, 2)  # the third, reproduced twice, was held
+        headers = [read_trace(p)[0].header for p in sorted((tmp_path / "t" / "off").rglob("*.jsonl"))]
+        parent = [h for h in headers if h.parent_episode_id is None]
+        assert len(parent) == 1
+        assert {"name": "repeat_delegation", "params": {"shown_chars": 400, "unconfirmed": True}} in parent[0].policies
+
+        # without the parameter the same script runs all three
+        plain = tmp_path / "plain.json"
+        assert bench.main([*argv[:8], "--out", str(plain)], planner_for=lambda task, name: Retries(), kit=kit) == 0
+        row = json.loads(plain.read_text())["variants"]["off"]["rows"][0]
+        assert (row["delegations"], row["children"]) == (3, 3)
+        assert "policy_params" not in json.loads(plain.read_text())["meta"]
+
+        # a resume under the same parameters skips the finished run; under others it is refused
+        assert bench.main([*argv, "--resume"], planner_for=_never, kit=kit) == 0
+        assert bench.main([*argv[:-1], "repeat_delegation.unconfirmed=false", "--resume"],
+                          planner_for=_never, kit=kit) == 2
+        assert bench.main([*argv[:-2], "--resume"], planner_for=_never, kit=kit) == 2
+
+
+@pytest.mark.parametrize(("param", "says"), [
+    ("no_such_policy.unconfirmed=true", "unknown policy"),
+    ("repeat_delegation.bogus=1", "takes no parameter 'bogus'"),
+    ("gates.anything=1", "takes no parameter"),
+    ("repeat_delegation.unconfirmed=yes", "unconfirmed must be true or false"),
+    ("repeat_delegation.shown_chars=-1", "shown_chars must be >= 0"),
+    ("repeat_delegation.unconfirmed", "expected NAME.KEY=VALUE"),
+    ("repeat_delegation=true", "expected NAME.KEY=VALUE"),
+    ("Repeat.x=1", "expected NAME.KEY=VALUE"),
+    ("repeat_delegation.=1", "expected NAME.KEY=VALUE"),
+])
+def test_a_bad_policy_param_is_one_line_and_exit_2_before_any_model(kit, capsys, monkeypatch, param, says):
+    with bench_script("bench_handoff") as bench:
+        monkeypatch.setattr(bench, "_llama", lambda args, tasks: pytest.fail("the model loaded"))
+        argv = ["--tasks", str(SUITE), "--split", "dev", "--task-id", TASK, "--no-embedder", "--policy-param", param]
+        assert bench.main(argv, kit=kit) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and says in err, err
