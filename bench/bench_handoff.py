@@ -64,6 +64,8 @@ from pocketpilot.tasks import TaskSpec  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _planner import llama_planner, task_window  # noqa: E402
+from _report_io import save_report as _save  # noqa: E402
+from _report_io import say as _say  # noqa: E402
 
 VARIANTS = ("off", "on", *(f"no-{s}" for s in SWITCHES), *(f"only-{s}" for s in SWITCHES))
 PlannerFor = Callable[[TaskSpec, str], Planner]
@@ -221,11 +223,6 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--tasks", default=None, help="a task folder (default: the bundled hand-written suite)")
@@ -288,15 +285,6 @@ def _report(meta: dict[str, Any], done: dict[str, dict[str, dict[str, Any]]], va
         rows = [done[name][t.id] for t in tasks if t.id in done.get(name, {})]
         out["variants"][name] = {**summary(rows), "rows": rows}
     return out
-
-
-def _save(out: Path | None, report: dict[str, Any]) -> None:
-    if out is None:
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
 
 
 async def run_variants(tasks: Sequence[TaskSpec], variants: Sequence[str], planner_for: PlannerFor, *,

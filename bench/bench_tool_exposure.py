@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import statistics
@@ -47,6 +46,8 @@ from pocketpilot.tasks import TaskSpec  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _planner import llama_planner, task_window  # noqa: E402
+from _report_io import save_report as _save  # noqa: E402
+from _report_io import say as _say  # noqa: E402
 
 PlannerFor = Callable[[TaskSpec, str], Planner]
 """The planner for one (task, variant) run (tests: a scripted planner)."""
@@ -125,20 +126,6 @@ def table(report: dict[str, Any]) -> str:
         stops = ", ".join(f"{k} {n}" for k, n in v["stops"].items())
         lines.append(f"| {name} | {v['passed']}/{v['tasks']} | {tok} | {rt} | {wall} | {rw} | {stops} |")
     return "\n".join(lines)
-
-
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def _save(out: Path | None, report: dict[str, Any]) -> None:
-    if out is None:
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
 
 
 def _report(meta: dict[str, Any], done: dict[str, dict[str, dict[str, Any]]], variants: Sequence[str],
