@@ -35,7 +35,7 @@ def task_window(n_ctx: int | None, tasks: Iterable[Any]) -> int:
 
 
 def llama_planner(model: str, *, max_tokens: int, n_ctx: int, threads: int | None,
-                  reproducible: bool = False) -> Planner:
+                  reproducible: bool = False, prefix_cache: bool = True) -> Planner:
     """A greedy in-process planner over the catalogue model (or ``.gguf`` path) ``model``.
 
     Args:
@@ -45,6 +45,8 @@ def llama_planner(model: str, *, max_tokens: int, n_ctx: int, threads: int | Non
         threads: llama.cpp threads (None: all cores).
         reproducible: reuse only the stable prefix from the KV cache, so greedy output
             depends on the prompt alone.
+        prefix_cache: restore the stable prefix from the disk cache (False: every process and
+            every forgotten run evaluates it, as a cold start would).
     """
     # imported here: loading llama.cpp is slow, and --help or a scripted run needs none of it
     from pocketpilot.contracts import SamplerSettings
@@ -55,4 +57,4 @@ def llama_planner(model: str, *, max_tokens: int, n_ctx: int, threads: int | Non
     return LlamaCppPlanner(path, sampler=SamplerSettings(temperature=0.0, max_tokens=max_tokens),
                            n_threads=threads, n_ctx=n_ctx, reproducible=reproducible,
                            sha256=entry.sha256 if entry else None,
-                           quant_type=entry.quant_type if entry else None)
+                           quant_type=entry.quant_type if entry else None, prefix_cache=prefix_cache)

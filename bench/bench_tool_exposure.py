@@ -3,7 +3,8 @@ r"""Tool exposure by retrieval on the whole phone, setting by setting (prints a 
 Runs the harness mode of each selected task with every app of its world installed
 (``exposure="phone"``) once per variant of η's ``tool_retrieval`` entry, and reports per variant:
 tasks passed, the stops, the prompt tokens llama.cpp evaluated (what its prefix cache could not
-reuse) and the wall time. Variants:
+reuse) and the wall time. Every run starts cold (the planner's KV cache forgotten, no disk prefix
+cache), so order within a task cannot favour a variant. Variants:
 
 - ``default``: no entry (the adapter retrieves with the default settings when the list outgrows
   the tools budget, as ``pocketpilot bench --exposure phone`` runs);
@@ -141,14 +142,19 @@ async def run_variants(tasks: Sequence[TaskSpec], variants: Sequence[str], plann
                        kit: HarnessKit, meta: dict[str, Any], trace_dir: Path | None = None,
                        out: Path | None = None, embedder: Any = None) -> dict[str, Any]:
     """Every selected task once per variant, task by task (the variants of one task side by side,
-    so drift in the machine's speed falls on both), saving after each run.
+    so drift in the machine's speed falls on both), saving after each run. Every run starts with
+    the planner's KV cache forgotten, so no variant's prompt is paid by the run before it.
     """
     done: dict[str, dict[str, dict[str, Any]]] = {}
     kits = {name: variant_kit(kit, name) for name in variants}
     for task in tasks:
         for name in variants:
+            planner = planner_for(task, name)
+            forget = getattr(planner, "forget", None)
+            if forget is not None:
+                await forget()  # each run pays for its own prompt, whatever ran before it
             t0 = time.monotonic()
-            episode, _ = await run_task_episode(task, planner_for(task, name), mode="harness", kit=kits[name],
+            episode, _ = await run_task_episode(task, planner, mode="harness", kit=kits[name],
                                                 embedder=embedder, settings=RunSettings(exposure="phone"),
                                                 trace_dir=trace_dir / name if trace_dir is not None else None)
             row = record(task, episode, time.monotonic() - t0)
@@ -208,7 +214,7 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
     planner = None
     if planner_for is None:
         planner = llama_planner(args.model, max_tokens=args.max_tokens, n_ctx=task_window(args.n_ctx, tasks),
-                                threads=args.threads)
+                                threads=args.threads, prefix_cache=False)
     choose: PlannerFor = planner_for or (lambda task, name: planner)  # type: ignore[arg-type,return-value]
     _say(f"{len(tasks)} task(s) of the {args.split} split, whole phone; variants {', '.join(args.variants)}")
 

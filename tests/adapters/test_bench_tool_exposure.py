@@ -61,3 +61,23 @@ def test_a_bad_variant_is_one_line_and_exit_2_before_any_planner(kit, variant, c
     assert exc.value.code == 2 and not built
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert variant in err[-1]
+
+
+def test_every_run_starts_with_the_planner_cache_forgotten(kit, tmp_path):
+    task = next(t for t in load_suite("dev") if t.id == TASK)
+    events: list[str] = []
+
+    class Forgetful(ScriptedPlanner):
+        async def forget(self) -> None:
+            events.append("forget")
+
+        async def plan(self, request):  # noqa: ANN001, ANN201
+            events.append("plan")
+            return await super().plan(request)
+
+    with bench_script("bench_tool_exposure") as bench:
+        rc = bench.main(["--task-id", TASK, "--variants", "default", "fixed"],
+                        planner_for=lambda t, n: Forgetful(oracle_actions(task)), kit=kit)
+    assert rc == 0
+    runs = "".join("F" if e == "forget" else "p" for e in events).split("F")[1:]
+    assert len(runs) == 2 and all(runs)  # forgotten once before each variant's run, never mid-run

@@ -193,3 +193,21 @@ async def test_a_summary_past_its_bound_is_unreachable_under_llguidance(test_ggu
         await planner.aclose()
     assert out.action.kind == "finish" and 300 < len(out.action.summary) <= 400
     assert long.startswith(out.action.summary[:300])  # it was copying, and stopped at the bound
+
+
+async def test_forget_makes_the_next_request_pay_for_its_whole_prompt(test_gguf):
+    """A repeated request reuses the KV cache; after ``forget`` it is evaluated as a cold one."""
+    cold = LlamaCppPlanner(test_gguf, sampler=SamplerSettings(temperature=0.0, max_tokens=160), n_ctx=2048,
+                           prefix_cache=False)
+    try:
+        request = await _request(cold)
+        first = (await cold.plan(request)).turn
+        again = (await cold.plan(request)).turn
+        await cold.forget()
+        after = (await cold.plan(request)).turn
+    finally:
+        await cold.aclose()
+    assert first.prompt_tokens == again.prompt_tokens == after.prompt_tokens > 100
+    assert again.prompt_tokens_evaluated < first.prompt_tokens // 4  # the control: the cache was used
+    assert after.prompt_tokens_evaluated >= first.prompt_tokens - 1
+    assert after.raw == first.raw  # greedy output does not depend on what was cached

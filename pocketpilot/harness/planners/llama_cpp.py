@@ -746,6 +746,30 @@ class LlamaCppPlanner:
         if building is not None:
             await asyncio.wait({asyncio.wrap_future(building)})
 
+    async def forget(self) -> None:
+        """Drop every KV state held in memory: resident sequences, forked contexts, snapshots.
+
+        The next request evaluates its prompt as a new process's first would (the disk prefix
+        cache, if any, stays). Why: two runs compared on one planner must each pay for their own
+        prompt, not reuse what the run before them left in the cache.
+        """
+        async with self._gen_lock:
+            llm = self._llm
+            if llm is None:
+                return
+            contexts = self._contexts
+
+            def clear() -> None:
+                import llama_cpp
+
+                if contexts is not None:
+                    contexts.close()
+                self._snapshots.close()
+                llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+                llm.n_tokens = 0
+
+            await asyncio.to_thread(clear)
+
     async def aclose(self) -> None:
         """Free the model (waits for any generation or vocabulary read in flight)."""
         async with self._gen_lock:
