@@ -58,11 +58,7 @@ from pocketpilot.harness import Planner  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _planner import llama_planner, task_window  # noqa: E402
-
-
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+from _report_io import say as _say  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import time
@@ -49,6 +48,7 @@ from pocketpilot.suites.bfcl_run import (  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _planner import llama_planner  # noqa: E402
+from _report_io import save_report as _save  # noqa: E402
 
 SCHEMA = "pocketpilot.bench.bfcl/1"
 PlannerFor = Callable[[BfclTask, str], Planner]
@@ -133,15 +133,6 @@ def report(
             turns = {m: turn_rate([done[m][i] for i in both]) for m in ("bare", "harness")}
             out["turn_lift_points"] = round(100 * (turns["harness"] - turns["bare"]), 2)
     return out
-
-
-def _save(out: Path | None, data: dict[str, Any]) -> None:
-    if out is None:
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, out)  # a run killed mid-write keeps the previous report
 
 
 async def run_modes(

@@ -55,6 +55,7 @@ from pocketpilot.tasks.long_history import HISTORY_DIR, mentions  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _planner import llama_planner  # noqa: E402
+from _report_io import save_report as _save  # noqa: E402
 from bench_memory_answer import _variant, variant_kit  # noqa: E402
 
 SCHEMA = "pocketpilot.bench.history/1"
@@ -220,15 +221,6 @@ def load_done(out: Path | None, model: str, variant: str = "on") -> dict[str, di
     if data.get("variant", "on") != variant:
         raise SystemExit(f"{out} holds runs of the η variant {data.get('variant', 'on')}, not {variant}")
     return {mode: {r["task_id"]: r for r in run["rows"]} for mode, run in data.get("runs", {}).items()}
-
-
-def _save(out: Path | None, data: dict[str, Any]) -> None:
-    if out is None:
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, out)
 
 
 async def run_modes(tasks: Sequence[TaskSpec], planner_for: Callable[[TaskSpec, str], Planner], *,

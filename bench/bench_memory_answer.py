@@ -40,6 +40,9 @@ from pocketpilot.adapters.placement import MemorySettings
 from pocketpilot.evaluation.task_episode import HarnessKit, load_harness_kit, run_task_episode
 from pocketpilot.tasks import load_suite
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report_io import say as _say  # noqa: E402
+
 KEYS = ("recall", "budget", "dated", "standing_wishes", "answers", "keep_search", "whole_closes_search",
         "as_messages", "drop_recall_note")
 """Switches on by default (``MemorySettings.defaults()``): their ``no-`` variant turns one off."""
@@ -89,11 +92,6 @@ def _actions(episode: Any) -> list[str]:
     """Each step's action, a tool call as its tools' names (what the planner did first, and how often it searched)."""
     return ["+".join(c.name for c in s.action.calls) if s.action is not None and s.action.kind == "tool_call"
             else (s.action.kind if s.action is not None else "unparsed") for s in episode.steps]
-
-
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
