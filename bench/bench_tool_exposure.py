@@ -125,7 +125,8 @@ def table(report: dict[str, Any]) -> str:
         rt = f"{tok / base['median_prompt_tokens_evaluated']:.2f}" if tok and base["median_prompt_tokens_evaluated"] else "-"
         rw = f"{wall / base['median_wall_s']:.2f}" if wall and base["median_wall_s"] else "-"
         stops = ", ".join(f"{k} {n}" for k, n in v["stops"].items())
-        lines.append(f"| {name} | {v['passed']}/{v['tasks']} | {tok} | {rt} | {wall} | {rw} | {stops} |")
+        wall_text = f"{wall:.1f}" if wall is not None else "-"
+        lines.append(f"| {name} | {v['passed']}/{v['tasks']} | {tok} | {rt} | {wall_text} | {rw} | {stops} |")
     return "\n".join(lines)
 
 

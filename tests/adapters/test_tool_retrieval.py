@@ -136,6 +136,15 @@ def test_the_tool_text_reads_declarations_only() -> None:
         assert word in text
 
 
+def test_the_steps_state_reranks_the_tools_only_with_a_state_weight() -> None:
+    specs = _world().tools()
+    state = '{"recipe_id": "r-4", "title": "Soup", "cooking": true}'
+    weighted = _retriever(k=2, state_weight=0.5).exposure(specs, "will it rain tomorrow?")
+    assert "rename_recipe" not in weighted.expose("", []) and "rename_recipe" in weighted.expose(state, [])
+    fixed = _retriever(k=2, state_weight=0.0).exposure(specs, "will it rain tomorrow?")
+    assert fixed.expose(state, []) == fixed.expose("", [])  # one list for the run: the prompt keeps its prefix
+
+
 def test_used_tools_stay_and_the_set_keeps_the_session_order() -> None:
     specs = _world().tools()
     exposure = _retriever(k=1).exposure(specs, "will it rain tomorrow?")
