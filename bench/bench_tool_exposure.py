@@ -8,16 +8,17 @@ cache), so order within a task cannot favour a variant. Variants:
 
 - ``default``: no entry (the adapter retrieves with the default settings when the list outgrows
   the tools budget, as ``pocketpilot bench --exposure phone`` runs);
-- ``fixed``: the default settings with ``state_weight=0``: a step's results do not re-rank the
-  tools, so a run shows one set (its request's best, plus what it used or widened to) and the
-  prompt keeps its prefix from step to step;
+- ``fixed``: ``state_weight=0`` (the default since the cache-fair dev run): a step's results do
+  not re-rank the tools, so a run shows one set (its request's best, plus what it used or widened
+  to) and the prompt keeps its prefix from step to step;
+- ``state``: ``state_weight=0.5`` (the earlier default): the last results re-rank the tools;
 - ``k<N>``: the default settings with K = N.
 
 A variant enters η's defaults only after it measures as a gain on dev. Tune on dev only. Every
 run loads the GGUF model: run it under the model lock::
 
     flock /work/runs/model.lock .venv/bin/python bench/bench_tool_exposure.py --tasks pocketpilot/tasks/suite \
-        --split dev --per-group 4 --model qwen2.5-coder-1.5b --variants default fixed --out /tmp/exposure.json
+        --split dev --per-group 4 --model qwen2.5-coder-1.5b --variants default state --out /tmp/exposure.json
 
 Prompt tokens evaluated do not depend on the machine's load; the wall time does.
 """
@@ -64,12 +65,14 @@ def settings_of(name: str) -> ToolRetrievalSettings | None:
         return None
     if name == "fixed":
         return ToolRetrievalSettings(state_weight=0.0)
+    if name == "state":
+        return ToolRetrievalSettings(state_weight=0.5)
     if m := re.fullmatch(r"k(\d+)", name):
         k = int(m.group(1))
         if not 1 <= k <= 128:
             raise UsageError(f"variant {name!r}: K must be between 1 and 128")
         return ToolRetrievalSettings(k=k)
-    raise UsageError(f"unknown variant {name!r}; known: default, fixed, k<N>")
+    raise UsageError(f"unknown variant {name!r}; known: default, fixed, state, k<N>")
 
 
 def _variant(name: str) -> str:
@@ -174,8 +177,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--group", action="append", default=[], help="only these capability groups (repeatable)")
     ap.add_argument("--per-group", type=int, default=None, help="N evenly spaced tasks of each group (as bench)")
     ap.add_argument("--limit", type=int, default=None, help="at most N tasks (as bench)")
-    ap.add_argument("--variants", nargs="+", default=["default", "fixed"], type=_variant,
-                    help="any of default, fixed, k<N> (the first is the baseline of the ratios)")
+    ap.add_argument("--variants", nargs="+", default=["default", "state"], type=_variant,
+                    help="any of default, fixed, state, k<N> (the first is the baseline of the ratios)")
     ap.add_argument("--trace-dir", type=Path, default=None, help="traces, one folder per variant")
     ap.add_argument("--out", type=Path, default=None, help="the JSON report, written as runs finish")
     ap.add_argument("--model", default="default", help="catalogue name or .gguf path")

@@ -78,8 +78,11 @@ class ToolRetrievalSettings(BaseModel):
     """Fuse BM25 with the embedder's cosine (keywords alone without an embedder)."""
     vector_share: float = Field(default=0.5, ge=0.0, le=1.0)
     """The cosine's share of the fused relevance; BM25 gets the rest."""
-    state_weight: float = Field(default=0.5, ge=0.0, le=4.0)
-    """How much the step's state (the last results) counts beside the request."""
+    state_weight: float = Field(default=0.0, ge=0.0, le=4.0)
+    """How much the step's state (the last results) counts beside the request. Off by default: a
+    list the state re-ranks changes the system prompt from step to step, so llama.cpp evaluates
+    most of the prompt again, and on dev the re-ranking bought no task the stable list (the
+    request's best, plus what was used or widened to) missed."""
     clause_vectors: bool = True
     """Embed each clause of a multi-part request too (in the same embedder call as the request);
     off, clauses are matched by keywords only."""

@@ -1,8 +1,9 @@
 """``bench/bench_tool_exposure.py``: retrieval settings on the whole phone, with a scripted planner.
 
-The oracle of a multi-step dev task is replayed under each variant: ``fixed`` must show one
-tool list for the whole run (the prompt's prefix survives), the report must count what the
-steps recorded, and bad input is one line and exit 2 before any planner exists.
+The oracle of a multi-step dev task is replayed under each variant: the default (``fixed``'s
+settings) must show one tool list for the whole run (the prompt's prefix survives) where
+``state`` re-ranks it, the report must count what the steps recorded, and bad input is one line
+and exit 2 before any planner exists.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def kit():  # noqa: ANN201
     return load_harness_kit()
 
 
-def test_fixed_shows_one_tool_list_for_the_run_and_the_report_counts_it(kit, tmp_path, capsys):
+def test_the_default_shows_one_tool_list_for_the_run_and_the_report_counts_it(kit, tmp_path, capsys):
     task = next(t for t in load_suite("dev") if t.id == TASK)
     planners: dict[str, ScriptedPlanner] = {}
 
@@ -34,22 +35,23 @@ def test_fixed_shows_one_tool_list_for_the_run_and_the_report_counts_it(kit, tmp
 
     out = tmp_path / "exposure.json"
     with bench_script("bench_tool_exposure") as bench:
-        rc = bench.main(["--task-id", TASK, "--variants", "default", "fixed", "k4", "--out", str(out)],
+        rc = bench.main(["--task-id", TASK, "--variants", "default", "fixed", "state", "k4", "--out", str(out)],
                         planner_for=planner_for, kit=kit)
     assert rc == 0
     report = json.loads(out.read_text())
-    assert list(report["variants"]) == ["default", "fixed", "k4"]
+    assert list(report["variants"]) == ["default", "fixed", "state", "k4"]
     lists = {name: [tuple(t.name for t in r.tools) for r in p.requests] for name, p in planners.items()}
-    assert len(lists["fixed"]) == len(oracle_actions(task)) >= 3
-    assert len(set(lists["fixed"])) == 1  # no step re-ranked the tools
+    assert len(lists["default"]) == len(oracle_actions(task)) >= 3
+    assert len(set(lists["default"])) == 1 and lists["fixed"] == lists["default"]  # no step re-ranked the tools
+    assert len(set(lists["state"])) > 1  # the control: the last results re-rank them
     assert len(lists["k4"][0]) < len(lists["default"][0])  # K = 4 against the default 24
-    for name in ("default", "fixed"):
+    for name in ("default", "state"):
         v = report["variants"][name]
         row = v["rows"][0]
         assert row["task"] == TASK and row["success"] and v["passed"] == 1
         # the trace records the system prompt whenever the tool list changed
         assert row["system_prompts"] == 1 + sum(a != b for a, b in zip(lists[name], lists[name][1:], strict=False))
-    assert "| fixed | 1/1 |" in capsys.readouterr().out
+    assert "| state | 1/1 |" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("variant", ["k0", "k999", "wide"])
