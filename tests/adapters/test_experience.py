@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -100,7 +101,9 @@ def test_secrets_are_redacted_and_owner_literals_make_an_entry_private() -> None
                         "results": [ToolResult.success({"sent": True})]}],
                       request="Send the door code to c1", verdict=PASS, tools=SPECS, episode_id="p")
     [entry] = distil([ep], owner="alice")
-    assert "4921" not in json.dumps(entry.model_dump(mode="json"))  # a value the run composed is a slot
+    # a value the run composed is a slot (the PIN as a word of its own: the entry's hex id and
+    # timestamp may hold those digits by chance)
+    assert not re.search(r"(?<![0-9a-f.])4921(?![0-9a-f])", json.dumps(entry.model_dump(mode="json")))
     assert entry.calls[0].arguments["body"] == {SLOT_KEY: "body"} and entry.shareable
     personal = make_episode([{"calls": [("send_message", {"contact_id": "c1", "body": "hi"})],
                               "results": [ToolResult.success({"sent": True})]}],
