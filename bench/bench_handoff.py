@@ -44,7 +44,6 @@ import argparse
 import asyncio
 import inspect
 import json
-import os
 import re
 import sys
 import time
@@ -66,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _planner import llama_planner, task_window  # noqa: E402
 from _report_io import save_report as _save  # noqa: E402
 from _report_io import say as _say  # noqa: E402
+from _report_io import timed_report  # noqa: E402
 
 VARIANTS = ("off", "on", *(f"no-{s}" for s in SWITCHES), *(f"only-{s}" for s in SWITCHES))
 PlannerFor = Callable[[TaskSpec, str], Planner]
@@ -355,18 +355,9 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
         choose = lambda task, name: MemoPlanner(inner(task, name), memo)  # noqa: E731
     _say(f"{len(tasks)} task(s) of the {args.split} split; variants {', '.join(args.variants)}")
 
-    async def go() -> dict[str, Any]:
-        t0 = time.monotonic()
-        try:
-            report = await run_variants(tasks, args.variants, choose, kit=kit, meta=meta, done=done,
-                                        trace_dir=args.trace_dir, out=args.out, embedder=embedder)
-        finally:
-            if planner is not None:
-                await planner.aclose()
-        report["meta"] = {**meta, "wall_s": round(time.monotonic() - t0, 1), "load_average": os.getloadavg()[0]}
-        return report
-
-    report = asyncio.run(go())
+    runs = run_variants(tasks, args.variants, choose, kit=kit, meta=meta, done=done,
+                        trace_dir=args.trace_dir, out=args.out, embedder=embedder)
+    report = asyncio.run(timed_report(runs, meta, planner=planner))
     _save(args.out, report)
     _say("")
     _say(table(report))

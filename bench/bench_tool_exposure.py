@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import statistics
 import sys
@@ -50,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _planner import llama_planner, task_window  # noqa: E402
 from _report_io import save_report as _save  # noqa: E402
 from _report_io import say as _say  # noqa: E402
+from _report_io import timed_report  # noqa: E402
 
 PlannerFor = Callable[[TaskSpec, str], Planner]
 """The planner for one (task, variant) run (tests: a scripted planner)."""
@@ -222,18 +222,9 @@ def main(argv: Sequence[str] | None = None, *, planner_for: PlannerFor | None = 
     choose: PlannerFor = planner_for or (lambda task, name: planner)  # type: ignore[arg-type,return-value]
     _say(f"{len(tasks)} task(s) of the {args.split} split, whole phone; variants {', '.join(args.variants)}")
 
-    async def go() -> dict[str, Any]:
-        t0 = time.monotonic()
-        try:
-            report = await run_variants(tasks, args.variants, choose, kit=kit, meta=meta,
-                                        trace_dir=args.trace_dir, out=args.out, embedder=embedder)
-        finally:
-            if planner is not None:
-                await planner.aclose()
-        report["meta"] = {**meta, "wall_s": round(time.monotonic() - t0, 1), "load_average": os.getloadavg()[0]}
-        return report
-
-    report = asyncio.run(go())
+    runs = run_variants(tasks, args.variants, choose, kit=kit, meta=meta,
+                        trace_dir=args.trace_dir, out=args.out, embedder=embedder)
+    report = asyncio.run(timed_report(runs, meta, planner=planner))
     _save(args.out, report)
     _say("")
     _say(table(report))
